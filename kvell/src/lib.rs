@@ -1,0 +1,1 @@
+//! The KVell engine (in progress).
