@@ -246,7 +246,7 @@ pub fn empty_missing_and_binary_keys(open: Opener) {
     for (i, k) in binary.iter().enumerate() {
         assert_eq!(e.get(k).unwrap(), Some(value(i as u64, 64)), "key {k:?}");
     }
-    let scanned = e.scan(b"shared-p", 10).unwrap();
+    let scanned = e.scan(b"shared-p", 5).unwrap();
     let keys: Vec<&[u8]> = scanned.iter().map(|(k, _)| k.as_slice()).collect();
     assert_eq!(
         keys,

@@ -1,0 +1,643 @@
+//! The `ycsb` command line.
+
+use crate::engines;
+use crate::generator::AckCounter;
+use crate::machine::Machine;
+use crate::props::{self, Properties};
+use crate::report::{self, EngineReport, PhaseReport, RunReport};
+use crate::runner::{self, Driving};
+use crate::workload::{OpKind, OpStream, Workload, unknown_properties};
+use clap::{Args, Parser, Subcommand};
+use kvapi::Engine;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// YCSB's core workloads, shipped in workloads/ and embedded so that `-w A` works
+/// from any directory.
+const CORE: [(&str, &str); 6] = [
+    ("workloada", include_str!("../../workloads/workloada")),
+    ("workloadb", include_str!("../../workloads/workloadb")),
+    ("workloadc", include_str!("../../workloads/workloadc")),
+    ("workloadd", include_str!("../../workloads/workloadd")),
+    ("workloade", include_str!("../../workloads/workloade")),
+    ("workloadf", include_str!("../../workloads/workloadf")),
+];
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ycsb",
+    version,
+    about = "YCSB driver of kvell-testbed: load, run and compare key-value engines",
+    after_help = "YCSB-style single-dash options (-threads N, -target OPS) are accepted too.\nEngines: kvell, wal, rocksdb, sled, null (see `ycsb engines`)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Insert the workload's records into an engine.
+    Load(PhaseArgs),
+    /// Run the workload's operation mix against an engine.
+    Run(RunArgs),
+    /// Load and run several engines one after another on the same seeded workload and
+    /// print one table with the engines as columns.
+    Compare(CompareArgs),
+    /// Write the exact operation sequence a run would issue to a CSV file, without
+    /// touching an engine.
+    Trace(TraceArgs),
+    /// List the engines of this build.
+    Engines,
+}
+
+#[derive(Args, Debug, Clone)]
+struct WorkloadArgs {
+    /// Workload: A..F (YCSB's core workloads) or a workload file.
+    #[arg(short = 'w', long = "workload")]
+    workload: Option<String>,
+    /// A YCSB property file (repeatable; later files override earlier ones).
+    #[arg(short = 'P', value_name = "FILE")]
+    property_files: Vec<PathBuf>,
+    /// A property override, key=value (repeatable; engine options are
+    /// <engine>.<option>=value, e.g. -p sled.cache=1G).
+    #[arg(short = 'p', value_name = "KEY=VALUE")]
+    props: Vec<String>,
+    /// Seed of every random stream: the same seed gives the same operations.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+struct DriveArgs {
+    /// Client threads (closed loop); YCSB's threadcount.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Target rate in operations per second, all threads together; latency is then
+    /// also measured from each operation's intended start.
+    #[arg(long)]
+    target: Option<f64>,
+    /// Drive asynchronously from one injector with this many requests in flight.
+    #[arg(long)]
+    qd: Option<usize>,
+    /// Seconds at the start of the run phase left out of the measurement.
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Stop the run phase after this many seconds (YCSB's maxexecutiontime).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Memory budget: the cache size given to each engine (e.g. 1G), unless an
+    /// engine's own cache option is set.
+    #[arg(long)]
+    memory: Option<String>,
+    /// Root of the data directories (an engine's default is <data>/<engine>).
+    #[arg(long, default_value = "data")]
+    data: PathBuf,
+    /// Print periodic status (accepted for YCSB compatibility; status is on by
+    /// default, see --quiet).
+    #[arg(short = 's')]
+    status: bool,
+    /// No progress output.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct PhaseArgs {
+    /// Engine: kvell, wal, rocksdb, sled or null.
+    #[arg(long)]
+    engine: String,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Remove the engine's existing data directory first (only if it holds data of
+    /// that same engine).
+    #[arg(long)]
+    fresh: bool,
+    /// Write the JSON result here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    #[command(flatten)]
+    phase: PhaseArgs,
+    /// Load the records first, in the same process.
+    #[arg(long)]
+    load: bool,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// Engines to compare, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "sled,null")]
+    engines: Vec<String>,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Directory for the per-engine JSON results.
+    #[arg(long, default_value = "results/compare")]
+    out_dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct TraceArgs {
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// Which phase's operations: load or run.
+    #[arg(long, default_value = "run")]
+    phase: String,
+    /// The CSV file to write ("-" for standard output).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// YCSB spells some long options with one dash.
+fn normalise_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    args.map(|a| match a.as_str() {
+        "-threads" => "--threads".into(),
+        "-target" => "--target".into(),
+        "-load" => "--load".into(),
+        _ => a,
+    })
+    .collect()
+}
+
+fn workload_dirs() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    if let Some(d) = std::env::var_os("KVTESTBED_WORKLOADS") {
+        v.push(PathBuf::from(d));
+    }
+    v.push(PathBuf::from("workloads"));
+    v.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads"));
+    v
+}
+
+/// Resolves `-w NAME` into (display name, property text).
+fn resolve_workload(name: &str) -> Result<(String, String), String> {
+    let lower = name.to_ascii_lowercase();
+    let canonical = if lower.len() == 1 && ("a"..="f").contains(&lower.as_str()) {
+        format!("workload{lower}")
+    } else {
+        name.to_string()
+    };
+    let as_path = Path::new(&canonical);
+    if as_path.is_file() {
+        let text = std::fs::read_to_string(as_path)
+            .map_err(|e| format!("cannot read {canonical}: {e}"))?;
+        return Ok((canonical, text));
+    }
+    if !canonical.contains('/') {
+        for d in workload_dirs() {
+            let p = d.join(&canonical);
+            if p.is_file() {
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+                return Ok((canonical, text));
+            }
+        }
+        if let Some((_, text)) = CORE.iter().find(|(n, _)| *n == canonical) {
+            return Ok((canonical, text.to_string()));
+        }
+    }
+    Err(format!(
+        "unknown workload '{name}' (A..F, or a workload file such as workloads/workloada)"
+    ))
+}
+
+/// Properties from -w, -P and -p, in that order of precedence (lowest first).
+fn resolve_properties(a: &WorkloadArgs) -> Result<(String, Properties), String> {
+    let mut p = Properties::new();
+    let mut name = String::from("(properties)");
+    if let Some(w) = &a.workload {
+        let (n, text) = resolve_workload(w)?;
+        props::parse(&text, &n, &mut p)?;
+        name = n;
+    }
+    for f in &a.property_files {
+        props::load_file(f, &mut p)?;
+        if a.workload.is_none() {
+            name = f.display().to_string();
+        }
+    }
+    for o in &a.props {
+        props::set_override(o, &mut p)?;
+    }
+    if a.workload.is_none() && a.property_files.is_empty() {
+        return Err("no workload: give -w A..F or -P FILE".into());
+    }
+    Ok((name, p))
+}
+
+fn prop_f64(p: &Properties, k: &str) -> Result<Option<f64>, String> {
+    match p.get(k) {
+        None => Ok(None),
+        Some(v) => match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(format!(
+                "property {k}: expected a non-negative number, got '{v}'"
+            )),
+        },
+    }
+}
+
+fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving, String> {
+    let threads = match d.threads {
+        Some(t) => t,
+        None => prop_f64(p, "threadcount")?.map(|x| x as usize).unwrap_or(1),
+    };
+    if threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if d.qd == Some(0) {
+        return Err("--qd must be at least 1".into());
+    }
+    let target = match d.target {
+        Some(t) => Some(t),
+        None => prop_f64(p, "target")?.filter(|t| *t > 0.0),
+    };
+    if let Some(t) = target
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(format!("--target must be a positive rate, got {t}"));
+    }
+    let warmup = match d.warmup {
+        Some(w) => w,
+        None => prop_f64(p, "warmuptime")?.unwrap_or(0.0),
+    };
+    let max_time = match d.duration {
+        Some(x) => Some(x),
+        None => prop_f64(p, "maxexecutiontime")?.filter(|x| *x > 0.0),
+    };
+    if warmup < 0.0 || max_time.is_some_and(|x| x <= 0.0) {
+        return Err("--warmup must not be negative and --duration must be positive".into());
+    }
+    Ok(Driving {
+        threads,
+        queue_depth: d.qd,
+        target_ops: target,
+        warmup_s: warmup,
+        max_time_s: max_time,
+        seed,
+        native_async: None,
+    })
+}
+
+fn memory(d: &DriveArgs) -> Result<Option<u64>, String> {
+    d.memory
+        .as_deref()
+        .map(|m| {
+            kvapi::parse_bytes(m)
+                .ok_or_else(|| format!("--memory: expected a size such as 512M or 1G, got '{m}'"))
+        })
+        .transpose()
+}
+
+fn resolved_workload(w: &Workload) -> std::collections::BTreeMap<String, String> {
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("recordcount".into(), w.recordcount.to_string());
+    m.insert("operationcount".into(), w.operationcount.to_string());
+    m.insert("value_bytes_max".into(), w.max_value_len().to_string());
+    m.insert("value_length".into(), format!("{:?}", w.value_len));
+    m.insert("scan_length".into(), format!("{:?}", w.scan_len));
+    m.insert("requestdistribution".into(), w.request_distribution.clone());
+    m.insert(
+        "insertorder".into(),
+        if w.ordered_inserts {
+            "ordered"
+        } else {
+            "hashed"
+        }
+        .into(),
+    );
+    m.insert(
+        "mix".into(),
+        w.mix
+            .iter()
+            .map(|(k, x)| format!("{}={x:.4}", k.ycsb_name()))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    m.insert("dataintegrity".into(), w.dataintegrity.to_string());
+    m
+}
+
+/// Removes an engine's data directory if it holds that engine's data (or is empty).
+fn wipe_engine_dir(engine: &str, dir: &Path) -> Result<(), String> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let marker = std::fs::read_to_string(dir.join(kvapi::MARKER_FILE)).ok();
+    let empty = std::fs::read_dir(dir)
+        .map(|mut d| d.next().is_none())
+        .unwrap_or(false);
+    match marker {
+        Some(m) if m.trim() == engine => {}
+        _ if empty => {}
+        Some(m) => {
+            return Err(format!(
+                "{} holds a {} database, not {engine}: not removing it",
+                dir.display(),
+                m.trim()
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{} holds files of no known engine: not removing it",
+                dir.display()
+            ));
+        }
+    }
+    std::fs::remove_dir_all(dir).map_err(|e| format!("cannot remove {}: {e}", dir.display()))
+}
+
+struct Session {
+    name: String,
+    props: Properties,
+    workload: Arc<Workload>,
+    drive: Driving,
+    progress: bool,
+    command: Vec<String>,
+}
+
+fn warn_unknown(p: &Properties, engines: &[&str]) {
+    for k in unknown_properties(p, engines) {
+        eprintln!("warning: unknown property '{k}' is ignored (a typo?)");
+    }
+}
+
+/// Opens `engine`, runs the requested phases and returns the report.
+fn run_engine(
+    s: &Session,
+    engine_name: &str,
+    opts_root: &Path,
+    mem: Option<u64>,
+    fresh: bool,
+    phases: (bool, bool),
+) -> Result<RunReport, String> {
+    let opts = engines::options(engine_name, &s.props, opts_root, mem);
+    let dir = opts.is_set("dir").then(|| opts.path("dir", ""));
+    if fresh && let Some(d) = &dir {
+        for one in d.display().to_string().split(',') {
+            wipe_engine_dir(engine_name, Path::new(one.trim()))?;
+        }
+    }
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let t_open = std::time::Instant::now();
+    let engine: Arc<dyn Engine> = engines::open(engine_name, &opts)?;
+    let open_s = t_open.elapsed().as_secs_f64();
+    let info = engine.info();
+    let mut drive = s.drive.clone();
+    if let Some(qd) = drive.queue_depth {
+        drive.native_async = Some(kvapi::async_path(engine.clone(), qd).1);
+    }
+    let machine = Machine::describe(dir.as_deref());
+    let mut report = RunReport {
+        format: report::FORMAT,
+        testbed_version: env!("CARGO_PKG_VERSION").into(),
+        command: s.command.clone(),
+        started_unix_s: started,
+        machine,
+        engine: EngineReport::from_info(&info),
+        workload: s.name.clone(),
+        properties: s.props.clone(),
+        workload_resolved: resolved_workload(&s.workload),
+        driving: drive.clone(),
+        phases: vec![],
+    };
+    report
+        .engine
+        .settings
+        .insert("open_seconds".into(), format!("{open_s:.3}"));
+    let (do_load, do_run) = phases;
+    let mut out = std::io::stdout();
+    if do_load {
+        let before = engine.counters();
+        let r = runner::load(engine.clone(), s.workload.clone(), &drive, s.progress);
+        let phase = PhaseReport {
+            result: r,
+            counters_before: report::counters_map(&before),
+            counters_after: report::counters_map(&engine.counters()),
+        };
+        let _ = write!(out, "{}", report::summary(&report, &phase));
+        report.phases.push(phase);
+    }
+    if do_run {
+        if !do_load && engine_name != "null" {
+            let first = s.workload.key(s.workload.insertstart);
+            if let Ok(None) = engine.get(first.as_bytes()) {
+                eprintln!(
+                    "warning: the first record ({first}) is missing from {engine_name}: load the data first (`ycsb load` with the same workload) or pass --load"
+                );
+            }
+        }
+        let before = engine.counters();
+        let r = runner::run(engine.clone(), s.workload.clone(), &drive, s.progress);
+        let phase = PhaseReport {
+            result: r,
+            counters_before: report::counters_map(&before),
+            counters_after: report::counters_map(&engine.counters()),
+        };
+        let _ = write!(out, "{}", report::summary(&report, &phase));
+        report.phases.push(phase);
+    }
+    engine
+        .close()
+        .map_err(|e| format!("closing {engine_name}: {e}"))?;
+    Ok(report)
+}
+
+fn session(w: &WorkloadArgs, d: &DriveArgs, engines_for_props: &[&str]) -> Result<Session, String> {
+    let (name, props) = resolve_properties(w)?;
+    warn_unknown(&props, engines_for_props);
+    let workload = Arc::new(Workload::from_properties(&props)?);
+    let drive = driving(d, &props, w.seed)?;
+    Ok(Session {
+        name,
+        props,
+        workload,
+        drive,
+        progress: !d.quiet,
+        command: std::env::args().collect(),
+    })
+}
+
+fn cmd_phase(a: &PhaseArgs, phases: (bool, bool)) -> Result<(), String> {
+    if !engines::ALL.contains(&a.engine.as_str()) {
+        return Err(format!(
+            "unknown engine '{}' (known: {})",
+            a.engine,
+            engines::built().join(", ")
+        ));
+    }
+    let s = session(&a.workload, &a.drive, engines::ALL)?;
+    let mem = memory(&a.drive)?;
+    let report = run_engine(&s, &a.engine, &a.drive.data, mem, a.fresh, phases)?;
+    if let Some(out) = &a.out {
+        report.write(out)?;
+        eprintln!("result written to {}", out.display());
+    }
+    let errors: u64 = report.phases.iter().map(|p| p.result.errors).sum();
+    if errors > 0 {
+        eprintln!("warning: {errors} operations failed; see the Return= lines");
+    }
+    Ok(())
+}
+
+fn cmd_compare(a: &CompareArgs) -> Result<(), String> {
+    if a.engines.is_empty() {
+        return Err("--engines: give at least one engine".into());
+    }
+    for e in &a.engines {
+        if !engines::is_built(e) {
+            return Err(format!(
+                "unknown or unbuilt engine '{e}' (built: {})",
+                engines::built().join(", ")
+            ));
+        }
+    }
+    let s = session(&a.workload, &a.drive, engines::ALL)?;
+    let mem = memory(&a.drive)?;
+    let root = a.drive.data.join("compare");
+    let mut reports = Vec::new();
+    for e in &a.engines {
+        eprintln!("== {e}: load and run {} ({})", s.name, s.drive.describe());
+        let r = run_engine(&s, e, &root, mem, true, (true, true))?;
+        let path = a.out_dir.join(format!("{e}.json"));
+        r.write(&path)?;
+        reports.push(r);
+    }
+    let classes: std::collections::BTreeSet<&str> = reports
+        .iter()
+        .filter(|r| r.engine.name != "null")
+        .map(|r| r.engine.durability.as_str())
+        .collect();
+    println!(
+        "\n== {} ({} records, {} operations, {}, seed {})",
+        s.name,
+        s.workload.recordcount,
+        s.workload.operationcount,
+        s.drive.describe(),
+        s.drive.seed
+    );
+    print!("{}", report::compare_table(&reports));
+    if classes.len() > 1 {
+        let list: Vec<String> = reports
+            .iter()
+            .map(|r| format!("{}={}", r.engine.name, r.engine.durability))
+            .collect();
+        println!(
+            "WARNING: the engines promise different durability ({}): this is not a like-for-like comparison",
+            list.join(", ")
+        );
+    }
+    println!("results written to {}", a.out_dir.display());
+    Ok(())
+}
+
+fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
+    let (_name, props) = resolve_properties(&a.workload)?;
+    warn_unknown(&props, engines::ALL);
+    let w = Arc::new(Workload::from_properties(&props)?);
+    let mut sink: Box<dyn Write> = if a.out.as_os_str() == "-" {
+        Box::new(std::io::BufWriter::new(std::io::stdout()))
+    } else {
+        Box::new(std::io::BufWriter::new(
+            std::fs::File::create(&a.out)
+                .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?,
+        ))
+    };
+    let io = |e: std::io::Error| format!("writing the trace: {e}");
+    writeln!(sink, "time_us,op,key,key_size,value_size,scan_length").map_err(io)?;
+    match a.phase.as_str() {
+        "load" => {
+            let mut stream = OpStream::new(
+                w.clone(),
+                Arc::new(AckCounter::new(0)),
+                a.workload.seed,
+                1_000_000,
+            );
+            for n in w.insertstart..w.insertstart + w.insertcount {
+                let k = w.key(n);
+                writeln!(sink, "0,PUT,{k},{},{},0", k.len(), stream.next_value_len())
+                    .map_err(io)?;
+            }
+        }
+        "run" => {
+            // the stream one client thread (or the async injector) issues
+            let mut stream = OpStream::new(
+                w.clone(),
+                Arc::new(AckCounter::new(w.recordcount)),
+                a.workload.seed,
+                0,
+            );
+            for _ in 0..w.operationcount {
+                let op = stream.next_op();
+                if op.kind == OpKind::Insert {
+                    stream.acknowledge_insert(op.keynum)?;
+                }
+                writeln!(
+                    sink,
+                    "0,{},{},{},{},{}",
+                    op.kind.trace_name(),
+                    op.key,
+                    op.key.len(),
+                    op.value_len,
+                    op.scan_len
+                )
+                .map_err(io)?;
+            }
+        }
+        other => return Err(format!("--phase: expected load or run, got '{other}'")),
+    }
+    sink.flush().map_err(io)
+}
+
+/// Entry point; returns the process exit code.
+pub fn main() -> i32 {
+    let args = normalise_args(std::env::args());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let r = match &cli.cmd {
+        Cmd::Load(a) => cmd_phase(a, (true, false)),
+        Cmd::Run(a) => cmd_phase(&a.phase, (a.load, true)),
+        Cmd::Compare(a) => cmd_compare(a),
+        Cmd::Trace(a) => cmd_trace(a),
+        Cmd::Engines => {
+            for e in engines::ALL {
+                println!(
+                    "{e}{}",
+                    if engines::is_built(e) {
+                        ""
+                    } else {
+                        " (not in this build)"
+                    }
+                );
+            }
+            Ok(())
+        }
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("error: {e}");
+            if std::io::stderr().is_terminal() {
+                eprintln!("(ycsb --help for usage)");
+            }
+            1
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The engines the driver can open, by `--engine` name.
+
+use crate::props::Properties;
+use kvapi::{Engine, Options};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Every engine name the testbed knows, built or not.
+pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "null"];
+
+/// Whether this build of the driver includes the engine.
+pub fn is_built(name: &str) -> bool {
+    matches!(name, "sled" | "null")
+}
+
+/// The engines this build includes.
+pub fn built() -> Vec<&'static str> {
+    ALL.iter().copied().filter(|e| is_built(e)).collect()
+}
+
+/// The options the driver would give `name`: the `<name>.*` properties, with the
+/// data directory defaulting to `<data_root>/<name>` and the cache to the memory
+/// budget when one is given.
+pub fn options(name: &str, props: &Properties, data_root: &Path, memory: Option<u64>) -> Options {
+    let mut o = Options::from_properties(name, props);
+    if name != "null" {
+        o.set_default("dir", &data_root.join(name).display().to_string());
+        if let Some(m) = memory {
+            o.set_default("cache", &m.to_string());
+        }
+    }
+    o
+}
+
+/// Opens an engine by name.
+pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>, String> {
+    let r = match name {
+        "null" => baselines::null::open_engine(opts),
+        "sled" => baselines::sled_engine::open_engine(opts),
+        other if ALL.contains(&other) => {
+            return Err(format!(
+                "engine '{other}' is not part of this build yet (built: {})",
+                built().join(", ")
+            ));
+        }
+        other => {
+            return Err(format!(
+                "unknown engine '{other}' (known: {})",
+                built().join(", ")
+            ));
+        }
+    };
+    r.map_err(|e| format!("{name}: {e}"))
+}

@@ -1,0 +1,14 @@
+//! The kvell-testbed driver: YCSB workloads with generators compatible with YCSB's,
+//! measurement, result files and the `ycsb` command line.
+
+pub mod cli;
+pub mod engines;
+pub mod generator;
+pub mod machine;
+pub mod measure;
+pub mod props;
+pub mod report;
+pub mod rng;
+pub mod runner;
+pub mod value;
+pub mod workload;

@@ -1,0 +1,358 @@
+//! Result files (JSON) and the YCSB-style text summary.
+
+use crate::machine::Machine;
+use crate::runner::{Driving, PhaseResult};
+use kvapi::{Counters, EngineInfo};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Format version of the result files.
+pub const FORMAT: u32 = 1;
+
+/// An engine as configured for a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineReport {
+    pub name: String,
+    /// `none`, `process` or `power`.
+    pub durability: String,
+    pub durability_setting: String,
+    pub cache_bytes: Option<u64>,
+    pub direct_io: Option<bool>,
+    pub settings: BTreeMap<String, String>,
+    pub notes: Vec<String>,
+    pub max_key: usize,
+    pub max_value: usize,
+}
+
+impl EngineReport {
+    pub fn from_info(i: &EngineInfo) -> EngineReport {
+        EngineReport {
+            name: i.engine.clone(),
+            durability: i.durability.as_str().into(),
+            durability_setting: i.durability_setting.clone(),
+            cache_bytes: i.cache_bytes,
+            direct_io: i.direct_io,
+            settings: i.settings.iter().cloned().collect(),
+            notes: i.notes.clone(),
+            max_key: i.limits.max_key,
+            max_value: i.limits.max_value,
+        }
+    }
+}
+
+/// Engine counters at a point in time; `null` means the engine cannot report it.
+pub fn counters_map(c: &Counters) -> BTreeMap<String, Option<u64>> {
+    c.entries().into_iter().collect()
+}
+
+/// A phase with the engine's counters around it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseReport {
+    #[serde(flatten)]
+    pub result: PhaseResult,
+    pub counters_before: BTreeMap<String, Option<u64>>,
+    pub counters_after: BTreeMap<String, Option<u64>>,
+}
+
+/// One result file: everything needed to judge and reproduce a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    pub format: u32,
+    pub testbed_version: String,
+    /// The command line that produced the result.
+    pub command: Vec<String>,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix_s: u64,
+    pub machine: Machine,
+    pub engine: EngineReport,
+    /// The workload's name (`workloada`, a file) and every resolved property.
+    pub workload: String,
+    pub properties: BTreeMap<String, String>,
+    /// Derived workload parameters (value size, mix, distribution).
+    pub workload_resolved: BTreeMap<String, String>,
+    pub driving: Driving,
+    pub phases: Vec<PhaseReport>,
+}
+
+impl RunReport {
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let json = serde_json::to_string_pretty(self)
+            .map_err(|e| format!("serialising the result: {e}"))?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
+
+fn fmt_us(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// YCSB's text summary of one phase, with the engine's durability and cache stated.
+pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
+    let r = &phase.result;
+    let e = &report.engine;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {} phase, engine {}, {}",
+        r.phase,
+        e.name,
+        report.driving.describe()
+    );
+    let _ = writeln!(
+        s,
+        "# durability {} ({}); cache {}; direct I/O {}",
+        e.durability,
+        e.durability_setting,
+        e.cache_bytes
+            .map(human_bytes)
+            .unwrap_or_else(|| "none".into()),
+        e.direct_io
+            .map(|d| if d { "yes" } else { "no" })
+            .unwrap_or("n/a")
+    );
+    for n in &e.notes {
+        let _ = writeln!(s, "# note: {n}");
+    }
+    let _ = writeln!(s, "[OVERALL], RunTime(ms), {:.0}", r.runtime_ms);
+    let _ = writeln!(
+        s,
+        "[OVERALL], Throughput(ops/sec), {:.1}",
+        r.throughput_ops_sec
+    );
+    let _ = writeln!(s, "[CPU], User(s), {:.3}", r.cpu_user_s);
+    let _ = writeln!(s, "[CPU], System(s), {:.3}", r.cpu_sys_s);
+    let _ = writeln!(s, "[CPU], PerOperation(us), {:.2}", r.cpu_us_per_op);
+    for o in &r.ops {
+        let n = &o.name;
+        let _ = writeln!(s, "[{n}], Operations, {}", o.operations);
+        let _ = writeln!(s, "[{n}], AverageLatency(us), {}", fmt_us(o.average_us));
+        let _ = writeln!(s, "[{n}], MinLatency(us), {}", fmt_us(o.min_us));
+        let _ = writeln!(s, "[{n}], MaxLatency(us), {}", fmt_us(o.max_us));
+        let _ = writeln!(s, "[{n}], 50thPercentileLatency(us), {}", fmt_us(o.p50_us));
+        let _ = writeln!(s, "[{n}], 90thPercentileLatency(us), {}", fmt_us(o.p90_us));
+        let _ = writeln!(s, "[{n}], 95thPercentileLatency(us), {}", fmt_us(o.p95_us));
+        let _ = writeln!(s, "[{n}], 99thPercentileLatency(us), {}", fmt_us(o.p99_us));
+        let _ = writeln!(s, "[{n}], 99.9PercentileLatency(us), {}", fmt_us(o.p999_us));
+        let _ = writeln!(
+            s,
+            "[{n}], 99.99PercentileLatency(us), {}",
+            fmt_us(o.p9999_us)
+        );
+        for (status, count) in &o.status {
+            let _ = writeln!(s, "[{n}], Return={status}, {count}");
+        }
+    }
+    s
+}
+
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u < UNITS.len() - 1 {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+/// A table with engines as columns, one row per metric, the best cell of each row
+/// marked with `*`.
+pub fn compare_table(reports: &[RunReport]) -> String {
+    struct Row {
+        name: &'static str,
+        higher_is_better: Option<bool>,
+        cells: Vec<Option<f64>>,
+        text: Vec<String>,
+    }
+    let run = |r: &RunReport| {
+        r.phases
+            .iter()
+            .find(|p| p.result.phase == "run")
+            .map(|p| p.result.clone())
+    };
+    let load = |r: &RunReport| {
+        r.phases
+            .iter()
+            .find(|p| p.result.phase == "load")
+            .map(|p| p.result.clone())
+    };
+    // worst percentile across op kinds of the run phase
+    let pct = |r: &RunReport, f: fn(&crate::measure::OpSummary) -> f64| {
+        run(r).and_then(|p| {
+            p.ops
+                .iter()
+                .filter(|o| !o.name.starts_with("Intended-"))
+                .map(f)
+                .reduce(f64::max)
+        })
+    };
+    let mut rows = vec![
+        Row {
+            name: "load ops/s",
+            higher_is_better: Some(true),
+            cells: reports
+                .iter()
+                .map(|r| load(r).map(|p| p.throughput_ops_sec))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "run ops/s",
+            higher_is_better: Some(true),
+            cells: reports
+                .iter()
+                .map(|r| run(r).map(|p| p.throughput_ops_sec))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "p50 us (worst op)",
+            higher_is_better: Some(false),
+            cells: reports.iter().map(|r| pct(r, |o| o.p50_us)).collect(),
+            text: vec![],
+        },
+        Row {
+            name: "p99 us (worst op)",
+            higher_is_better: Some(false),
+            cells: reports.iter().map(|r| pct(r, |o| o.p99_us)).collect(),
+            text: vec![],
+        },
+        Row {
+            name: "p99.9 us (worst op)",
+            higher_is_better: Some(false),
+            cells: reports.iter().map(|r| pct(r, |o| o.p999_us)).collect(),
+            text: vec![],
+        },
+        Row {
+            name: "max us",
+            higher_is_better: Some(false),
+            cells: reports.iter().map(|r| pct(r, |o| o.max_us)).collect(),
+            text: vec![],
+        },
+        Row {
+            name: "CPU us/op",
+            higher_is_better: Some(false),
+            cells: reports
+                .iter()
+                .map(|r| run(r).map(|p| p.cpu_us_per_op))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "errors",
+            higher_is_better: None,
+            cells: reports
+                .iter()
+                .map(|r| run(r).map(|p| p.errors as f64))
+                .collect(),
+            text: vec![],
+        },
+    ];
+    for row in &mut rows {
+        let best = match row.higher_is_better {
+            Some(true) => row.cells.iter().flatten().cloned().reduce(f64::max),
+            Some(false) => row.cells.iter().flatten().cloned().reduce(f64::min),
+            None => None,
+        };
+        row.text = row
+            .cells
+            .iter()
+            .map(|c| match c {
+                Some(x) => {
+                    let mark = if reports.len() > 1 && Some(*x) == best {
+                        "*"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{}{mark}",
+                        if *x >= 100.0 {
+                            format!("{x:.0}")
+                        } else {
+                            format!("{x:.2}")
+                        }
+                    )
+                }
+                None => "N/A".into(),
+            })
+            .collect();
+    }
+    let mut text_rows: Vec<(String, Vec<String>)> = rows
+        .into_iter()
+        .map(|r| (r.name.to_string(), r.text))
+        .collect();
+    text_rows.push((
+        "durability".into(),
+        reports
+            .iter()
+            .map(|r| r.engine.durability.clone())
+            .collect(),
+    ));
+    text_rows.push((
+        "cache".into(),
+        reports
+            .iter()
+            .map(|r| {
+                r.engine
+                    .cache_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "none".into())
+            })
+            .collect(),
+    ));
+    text_rows.push((
+        "direct I/O".into(),
+        reports
+            .iter()
+            .map(|r| {
+                r.engine
+                    .direct_io
+                    .map(|d| if d { "yes" } else { "no" }.to_string())
+                    .unwrap_or_else(|| "n/a".into())
+            })
+            .collect(),
+    ));
+    let w0 = text_rows
+        .iter()
+        .map(|r| r.0.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let widths: Vec<usize> = (0..reports.len())
+        .map(|i| {
+            text_rows
+                .iter()
+                .map(|r| r.1[i].len())
+                .chain([reports[i].engine.name.len()])
+                .max()
+                .unwrap_or(4)
+        })
+        .collect();
+    let mut s = String::new();
+    let _ = write!(s, "{:w0$}", "metric");
+    for (i, r) in reports.iter().enumerate() {
+        let _ = write!(s, "  {:>w$}", r.engine.name, w = widths[i]);
+    }
+    s.push('\n');
+    for (name, cells) in &text_rows {
+        let _ = write!(s, "{name:w0$}");
+        for (i, c) in cells.iter().enumerate() {
+            let _ = write!(s, "  {c:>w$}", w = widths[i]);
+        }
+        s.push('\n');
+    }
+    s.push_str("(* best in row)\n");
+    s
+}

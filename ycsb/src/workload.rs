@@ -1,0 +1,557 @@
+//! The core workload: YCSB's `CoreWorkload` properties resolved into a validated
+//! [`Workload`], and per-thread [`OpStream`]s that draw operations from it.
+
+use crate::generator::{
+    AckCounter, KeyChooser, LengthGen, ScrambledZipfian, ZIPFIAN_CONSTANT, Zipfian, key_name,
+};
+use crate::props::Properties;
+use crate::rng::Rng;
+use std::sync::Arc;
+
+/// Operation kinds, named as YCSB names them in its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    Read,
+    Update,
+    Insert,
+    Scan,
+    ReadModifyWrite,
+    Delete,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 6] = [
+        OpKind::Read,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::ReadModifyWrite,
+        OpKind::Delete,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// YCSB's name for it (`[READ]`, `[READ-MODIFY-WRITE]`, ...).
+    pub fn ycsb_name(self) -> &'static str {
+        match self {
+            OpKind::Read => "READ",
+            OpKind::Update => "UPDATE",
+            OpKind::Insert => "INSERT",
+            OpKind::Scan => "SCAN",
+            OpKind::ReadModifyWrite => "READ-MODIFY-WRITE",
+            OpKind::Delete => "DELETE",
+        }
+    }
+
+    /// The op name of the trace format.
+    pub fn trace_name(self) -> &'static str {
+        match self {
+            OpKind::Read => "GET",
+            OpKind::Update | OpKind::Insert => "PUT",
+            OpKind::Scan => "SCAN",
+            OpKind::ReadModifyWrite => "RMW",
+            OpKind::Delete => "DELETE",
+        }
+    }
+}
+
+/// Properties this driver reads, plus YCSB properties it accepts and ignores (they
+/// concern YCSB's Java classes or per-field layout). Anything else that is not an
+/// engine option (`<engine>.<option>`) draws a warning.
+pub const KNOWN_PROPERTIES: &[&str] = &[
+    "recordcount",
+    "operationcount",
+    "insertstart",
+    "insertcount",
+    "fieldcount",
+    "fieldlength",
+    "minfieldlength",
+    "fieldlengthdistribution",
+    "valuesize",
+    "readproportion",
+    "updateproportion",
+    "insertproportion",
+    "scanproportion",
+    "readmodifywriteproportion",
+    "deleteproportion",
+    "requestdistribution",
+    "zipfianconstant",
+    "minscanlength",
+    "maxscanlength",
+    "scanlengthdistribution",
+    "insertorder",
+    "zeropadding",
+    "hotspotdatafraction",
+    "hotspotopnfraction",
+    "exponential.percentile",
+    "exponential.frac",
+    "dataintegrity",
+    "maxexecutiontime",
+    "threadcount",
+    "target",
+    "warmuptime",
+    // accepted for compatibility with YCSB property files, no effect here:
+    "workload",
+    "readallfields",
+    "writeallfields",
+    "readallfieldsbyname",
+    "fieldnameprefix",
+    "table",
+    "measurementtype",
+    "measurement.interval",
+    "histogram.buckets",
+    "timeseries.granularity",
+    "status.interval",
+    "core_workload_insertion_retry_limit",
+    "core_workload_insertion_retry_interval",
+    "db",
+    "exporter",
+];
+
+/// A resolved, validated workload.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub recordcount: i64,
+    pub operationcount: i64,
+    pub insertstart: i64,
+    pub insertcount: i64,
+    /// (kind, normalised proportion), zero proportions left out.
+    pub mix: Vec<(OpKind, f64)>,
+    pub ordered_inserts: bool,
+    pub zeropadding: usize,
+    pub value_len: LengthGen,
+    pub scan_len: LengthGen,
+    pub chooser: KeyChooser,
+    pub request_distribution: String,
+    pub dataintegrity: bool,
+}
+
+fn get<'a>(p: &'a Properties, k: &str, default: &'a str) -> &'a str {
+    p.get(k).map(|s| s.as_str()).unwrap_or(default)
+}
+
+fn int(p: &Properties, k: &str, default: i64) -> Result<i64, String> {
+    let v = get(p, k, "");
+    if v.is_empty() {
+        return Ok(default);
+    }
+    let n: i64 = v
+        .parse()
+        .map_err(|_| format!("property {k}: expected an integer, got '{v}'"))?;
+    if n < 0 {
+        return Err(format!("property {k}: must not be negative, got {n}"));
+    }
+    Ok(n)
+}
+
+fn float(p: &Properties, k: &str, default: f64) -> Result<f64, String> {
+    let v = get(p, k, "");
+    if v.is_empty() {
+        return Ok(default);
+    }
+    let x: f64 = v
+        .parse()
+        .map_err(|_| format!("property {k}: expected a number, got '{v}'"))?;
+    if !x.is_finite() || x < 0.0 {
+        return Err(format!(
+            "property {k}: must be a non-negative number, got '{v}'"
+        ));
+    }
+    Ok(x)
+}
+
+fn boolean(p: &Properties, k: &str, default: bool) -> Result<bool, String> {
+    match get(p, k, if default { "true" } else { "false" }) {
+        "true" | "TRUE" | "True" | "1" => Ok(true),
+        "false" | "FALSE" | "False" | "0" => Ok(false),
+        other => Err(format!(
+            "property {k}: expected true or false, got '{other}'"
+        )),
+    }
+}
+
+/// Names of properties that are neither known nor engine options of `engines`.
+pub fn unknown_properties(p: &Properties, engines: &[&str]) -> Vec<String> {
+    p.keys()
+        .filter(|k| !KNOWN_PROPERTIES.contains(&k.as_str()))
+        .filter(|k| !engines.iter().any(|e| k.starts_with(&format!("{e}."))))
+        .cloned()
+        .collect()
+}
+
+impl Workload {
+    /// Resolves YCSB core-workload properties, with YCSB's defaults.
+    pub fn from_properties(p: &Properties) -> Result<Workload, String> {
+        let recordcount = int(p, "recordcount", 1000)?;
+        let operationcount = int(p, "operationcount", 1000)?;
+        let insertstart = int(p, "insertstart", 0)?;
+        let insertcount = int(p, "insertcount", recordcount.saturating_sub(insertstart))?;
+        let mut mix = Vec::new();
+        for (kind, key, default) in [
+            (OpKind::Read, "readproportion", 0.95),
+            (OpKind::Update, "updateproportion", 0.05),
+            (OpKind::Insert, "insertproportion", 0.0),
+            (OpKind::Scan, "scanproportion", 0.0),
+            (OpKind::ReadModifyWrite, "readmodifywriteproportion", 0.0),
+            (OpKind::Delete, "deleteproportion", 0.0),
+        ] {
+            let x = float(p, key, default)?;
+            if x > 0.0 {
+                mix.push((kind, x));
+            }
+        }
+        let sum: f64 = mix.iter().map(|(_, x)| x).sum();
+        if sum <= 0.0 {
+            return Err("all operation proportions are zero: set at least one of readproportion, updateproportion, insertproportion, scanproportion, readmodifywriteproportion, deleteproportion".into());
+        }
+        for m in &mut mix {
+            m.1 /= sum;
+        }
+        let ordered_inserts = match get(p, "insertorder", "hashed") {
+            "hashed" => false,
+            "ordered" => true,
+            other => {
+                return Err(format!(
+                    "property insertorder: expected hashed or ordered, got '{other}'"
+                ));
+            }
+        };
+        let zeropadding = int(p, "zeropadding", 1)? as usize;
+        let theta = float(p, "zipfianconstant", ZIPFIAN_CONSTANT)?;
+        if !(0.0..1.0).contains(&theta) || theta == 0.0 {
+            return Err(format!(
+                "property zipfianconstant: must be in (0, 1), got {theta}"
+            ));
+        }
+        // value size: one blob of fieldcount x fieldlength bytes, or `valuesize`
+        let value_len = if p.contains_key("valuesize") {
+            LengthGen::Constant(int(p, "valuesize", 1000)?)
+        } else {
+            let fieldcount = int(p, "fieldcount", 10)?;
+            let fieldlength = int(p, "fieldlength", 100)?;
+            let minfield = int(p, "minfieldlength", 1)?;
+            match get(p, "fieldlengthdistribution", "constant") {
+                "constant" => LengthGen::Constant(fieldcount * fieldlength),
+                "uniform" => LengthGen::Uniform {
+                    lb: fieldcount * minfield.min(fieldlength),
+                    ub: fieldcount * fieldlength,
+                },
+                "zipfian" => LengthGen::Zipfian(Zipfian::new(
+                    fieldcount * minfield.min(fieldlength),
+                    fieldcount * fieldlength,
+                    theta,
+                )),
+                other => {
+                    return Err(format!(
+                        "property fieldlengthdistribution: expected constant, uniform or zipfian, got '{other}'"
+                    ));
+                }
+            }
+        };
+        let minscan = int(p, "minscanlength", 1)?;
+        let maxscan = int(p, "maxscanlength", 1000)?;
+        if maxscan < minscan {
+            return Err(format!(
+                "maxscanlength ({maxscan}) is below minscanlength ({minscan})"
+            ));
+        }
+        let scan_len = match get(p, "scanlengthdistribution", "uniform") {
+            "uniform" => LengthGen::Uniform {
+                lb: minscan,
+                ub: maxscan,
+            },
+            "zipfian" => LengthGen::Zipfian(Zipfian::new(minscan, maxscan, theta)),
+            "constant" => LengthGen::Constant(maxscan),
+            other => {
+                return Err(format!(
+                    "property scanlengthdistribution: expected uniform, zipfian or constant, got '{other}'"
+                ));
+            }
+        };
+        let insert_prop = mix
+            .iter()
+            .find(|(k, _)| *k == OpKind::Insert)
+            .map(|m| m.1)
+            .unwrap_or(0.0);
+        let dist = get(p, "requestdistribution", "uniform").to_string();
+        if insertcount == 0 && dist != "latest" && dist != "exponential" {
+            return Err("recordcount (or insertcount) is 0: nothing to read".into());
+        }
+        let hi = insertstart + insertcount - 1;
+        let chooser = match dist.as_str() {
+            "uniform" => KeyChooser::Uniform {
+                lb: insertstart,
+                ub: hi,
+            },
+            "zipfian" => {
+                let expected_new = (operationcount as f64 * insert_prop * 2.0) as i64;
+                KeyChooser::Zipfian(ScrambledZipfian::new(insertstart, hi + expected_new, theta))
+            }
+            "unscrambledzipfian" => {
+                let expected_new = (operationcount as f64 * insert_prop * 2.0) as i64;
+                KeyChooser::UnscrambledZipfian(Zipfian::new(insertstart, hi + expected_new, theta))
+            }
+            "latest" => KeyChooser::Latest(Zipfian::new(0, (recordcount - 1).max(0), theta)),
+            "hotspot" => {
+                let hot_frac = float(p, "hotspotdatafraction", 0.2)?;
+                let hot_opn = float(p, "hotspotopnfraction", 0.8)?;
+                if hot_frac > 1.0 || hot_opn > 1.0 {
+                    return Err(
+                        "hotspotdatafraction and hotspotopnfraction must be in [0, 1]".into(),
+                    );
+                }
+                let interval = hi - insertstart + 1;
+                let hot = (interval as f64 * hot_frac) as i64;
+                KeyChooser::Hotspot {
+                    lb: insertstart,
+                    hot,
+                    cold: interval - hot,
+                    hot_opn_fraction: hot_opn,
+                }
+            }
+            "exponential" => {
+                let pct = float(p, "exponential.percentile", 95.0)?;
+                let frac = float(p, "exponential.frac", 0.857_142_857_1)?;
+                if pct >= 100.0 || frac <= 0.0 {
+                    return Err(
+                        "exponential.percentile must be below 100 and exponential.frac positive"
+                            .into(),
+                    );
+                }
+                KeyChooser::Exponential {
+                    gamma: -(1.0 - pct / 100.0).ln() / (recordcount.max(1) as f64 * frac),
+                }
+            }
+            "sequential" => KeyChooser::Sequential {
+                start: insertstart,
+                interval: insertcount.max(1),
+                cursor: 0,
+            },
+            other => {
+                return Err(format!(
+                    "property requestdistribution: unknown distribution '{other}' (uniform, zipfian, unscrambledzipfian, latest, hotspot, exponential, sequential)"
+                ));
+            }
+        };
+        Ok(Workload {
+            recordcount,
+            operationcount,
+            insertstart,
+            insertcount,
+            mix,
+            ordered_inserts,
+            zeropadding,
+            value_len,
+            scan_len,
+            chooser,
+            request_distribution: dist,
+            dataintegrity: boolean(p, "dataintegrity", false)?,
+        })
+    }
+
+    /// The key of key number `n`.
+    pub fn key(&self, n: i64) -> String {
+        key_name(n, self.ordered_inserts, self.zeropadding)
+    }
+
+    /// The largest value the workload writes.
+    pub fn max_value_len(&self) -> usize {
+        self.value_len.max().max(0) as usize
+    }
+}
+
+/// One operation to issue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub keynum: i64,
+    pub key: String,
+    pub value_len: usize,
+    pub scan_len: usize,
+}
+
+/// A seeded source of operations for one client thread (or one injector).
+pub struct OpStream {
+    w: Arc<Workload>,
+    rng: Rng,
+    chooser: KeyChooser,
+    value_len: LengthGen,
+    scan_len: LengthGen,
+    inserts: Arc<AckCounter>,
+    cumulative: Vec<(OpKind, f64)>,
+}
+
+impl OpStream {
+    /// `inserts` is shared by every stream of a run: it hands out new key numbers and
+    /// tracks acknowledged inserts.
+    pub fn new(w: Arc<Workload>, inserts: Arc<AckCounter>, seed: u64, stream: u64) -> OpStream {
+        let mut acc = 0.0;
+        let cumulative = w
+            .mix
+            .iter()
+            .map(|(k, x)| {
+                acc += x;
+                (*k, acc)
+            })
+            .collect();
+        OpStream {
+            chooser: w.chooser.clone(),
+            value_len: w.value_len.clone(),
+            scan_len: w.scan_len.clone(),
+            rng: Rng::derive(seed, stream),
+            w,
+            inserts,
+            cumulative,
+        }
+    }
+
+    fn pick_kind(&mut self) -> OpKind {
+        let u = self.rng.next_f64();
+        for (k, c) in &self.cumulative {
+            if u < *c {
+                return *k;
+            }
+        }
+        self.cumulative.last().expect("non-empty mix").0
+    }
+
+    /// The length of the next value to write.
+    pub fn next_value_len(&mut self) -> usize {
+        self.value_len.next(&mut self.rng).max(0) as usize
+    }
+
+    /// The next run-phase operation.
+    pub fn next_op(&mut self) -> Op {
+        let kind = self.pick_kind();
+        let keynum = if kind == OpKind::Insert {
+            self.inserts.next()
+        } else {
+            let last = self.inserts.last();
+            self.chooser.next(last, &mut self.rng)
+        };
+        let value_len = match kind {
+            OpKind::Insert | OpKind::Update | OpKind::ReadModifyWrite => self.next_value_len(),
+            _ => 0,
+        };
+        let scan_len = if kind == OpKind::Scan {
+            self.scan_len.next(&mut self.rng).max(1) as usize
+        } else {
+            0
+        };
+        Op {
+            kind,
+            keynum,
+            key: self.w.key(keynum),
+            value_len,
+            scan_len,
+        }
+    }
+
+    pub fn acknowledge_insert(&self, keynum: i64) -> Result<(), String> {
+        self.inserts.acknowledge(keynum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> Properties {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn proportions_are_normalised_and_validated() {
+        let w = Workload::from_properties(&props(&[
+            ("readproportion", "2"),
+            ("updateproportion", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(w.mix, vec![(OpKind::Read, 0.5), (OpKind::Update, 0.5)]);
+        for bad in ["-0.5", "abc", "NaN"] {
+            let e = Workload::from_properties(&props(&[("readproportion", bad)])).unwrap_err();
+            assert!(e.contains("readproportion"), "{e}");
+        }
+        let e = Workload::from_properties(&props(&[
+            ("readproportion", "0"),
+            ("updateproportion", "0"),
+        ]))
+        .unwrap_err();
+        assert!(e.contains("all operation proportions are zero"), "{e}");
+        let e = Workload::from_properties(&props(&[("recordcount", "-5")])).unwrap_err();
+        assert!(e.contains("negative"), "{e}");
+        let e =
+            Workload::from_properties(&props(&[("requestdistribution", "gaussian")])).unwrap_err();
+        assert!(e.contains("gaussian"), "{e}");
+    }
+
+    #[test]
+    fn value_size_is_fieldcount_times_fieldlength() {
+        let w = Workload::from_properties(&props(&[])).unwrap();
+        assert_eq!(w.max_value_len(), 1000);
+        let w = Workload::from_properties(&props(&[("fieldcount", "4"), ("fieldlength", "25")]))
+            .unwrap();
+        assert_eq!(w.max_value_len(), 100);
+        let w = Workload::from_properties(&props(&[("valuesize", "4000")])).unwrap();
+        assert_eq!(w.max_value_len(), 4000);
+    }
+
+    #[test]
+    fn same_seed_same_stream() {
+        let w = Arc::new(
+            Workload::from_properties(&props(&[
+                ("recordcount", "1000"),
+                ("readproportion", "0.5"),
+                ("updateproportion", "0.3"),
+                ("scanproportion", "0.2"),
+                ("requestdistribution", "zipfian"),
+            ]))
+            .unwrap(),
+        );
+        let run = |seed| {
+            let mut s = OpStream::new(w.clone(), Arc::new(AckCounter::new(1000)), seed, 0);
+            (0..200).map(|_| s.next_op()).collect::<Vec<_>>()
+        };
+        assert_eq!(run(9), run(9));
+        assert_ne!(run(9), run(10));
+        let ops = run(9);
+        assert!(ops.iter().all(|o| o.keynum < 1000));
+        assert!(
+            ops.iter()
+                .any(|o| o.kind == OpKind::Scan && o.scan_len >= 1)
+        );
+    }
+
+    #[test]
+    fn inserts_extend_the_key_space_and_reads_wait_for_acks() {
+        let w = Arc::new(
+            Workload::from_properties(&props(&[
+                ("recordcount", "10"),
+                ("readproportion", "0.5"),
+                ("insertproportion", "0.5"),
+                ("requestdistribution", "latest"),
+            ]))
+            .unwrap(),
+        );
+        let acks = Arc::new(AckCounter::new(10));
+        let mut s = OpStream::new(w, acks.clone(), 1, 0);
+        let mut inserted = vec![];
+        for _ in 0..100 {
+            let op = s.next_op();
+            match op.kind {
+                OpKind::Insert => {
+                    assert_eq!(op.keynum, 10 + inserted.len() as i64);
+                    inserted.push(op.keynum);
+                    s.acknowledge_insert(op.keynum).unwrap();
+                }
+                _ => assert!(op.keynum <= acks.last(), "read of an unacknowledged key"),
+            }
+        }
+        assert!(!inserted.is_empty());
+    }
+}
