@@ -201,7 +201,7 @@ fn progress(label: &str, total: Option<u64>) -> Tick {
         Box::new(move |s: &Sample| {
             done += s.total_ops;
             let whole = s.t.round() as u64;
-            if whole > 0 && whole % 10 == 0 {
+            if whole > 0 && whole.is_multiple_of(10) {
                 eprintln!(
                     "[{label}] {whole} s: {done} operations; {:.0} current ops/sec",
                     s.ops_per_sec
@@ -449,7 +449,7 @@ pub fn run(
                         let mut buf = Vec::new();
                         let mut i = 0u64;
                         while i < budget && !p.over() {
-                            let intended = interval.map(|iv| p.start + iv * i as u32);
+                            let intended = interval.map(|iv| p.start + iv.mul_f64(i as f64));
                             if let Some(due) = intended {
                                 let now = Instant::now();
                                 if due > now {
@@ -472,7 +472,7 @@ pub fn run(
                                 eprintln!("error: {e}");
                                 p.stop.store(true, Ordering::Relaxed);
                             }
-                            if i % 256 == 0 {
+                            if i.is_multiple_of(256) {
                                 cpu.poll();
                             }
                             i += 1;
@@ -566,7 +566,7 @@ fn run_async(
     let mut in_flight = 0usize;
     let mut versions = Versions::new(usize::MAX >> 24);
     let interval = target.map(|r| Duration::from_secs_f64(1.0 / r));
-    let mut issued = 0u32;
+    let mut issued = 0u64;
     let mut exhausted = false;
     let submit = |op: &Op, stage: Stage, intended: Option<Instant>, version: u64| {
         let tx = tx.clone();
@@ -595,7 +595,7 @@ fn run_async(
                 exhausted = true;
                 break;
             }
-            let intended = interval.map(|iv| p.start + iv * issued);
+            let intended = interval.map(|iv| p.start + iv.mul_f64(issued as f64));
             if let Some(due) = intended
                 && due > Instant::now()
             {
@@ -608,7 +608,7 @@ fn run_async(
                 exhausted = true;
                 break;
             };
-            issued = issued.wrapping_add(1);
+            issued += 1;
             let stage = if op.kind == OpKind::ReadModifyWrite {
                 Stage::RmwRead
             } else {

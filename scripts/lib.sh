@@ -1,0 +1,49 @@
+# Shared set-up for the project's scripts: installs what is missing, quietly when
+# nothing is. Sourced, not run.
+
+# Cargo's target directory: CI keeps it outside the clone (so repeated CI runs on one
+# machine do not rebuild RocksDB); a user's checkout keeps ./target.
+if [ "${CI:-}" = "true" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
+    export CARGO_TARGET_DIR="$HOME/.cache/kvell-testbed/target"
+fi
+TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/target}"
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+# Debian packages, installed only if missing (root, or sudo).
+ensure_apt() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    say "installing system packages: ${missing[*]}"
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The Rust toolchain and the components the test command needs.
+ensure_rust() {
+    if ! command -v cargo >/dev/null 2>&1; then
+        if [ -x "$HOME/.cargo/bin/cargo" ]; then
+            export PATH="$HOME/.cargo/bin:$PATH"
+        else
+            echo "error: cargo not found; install Rust 1.89 or newer (https://rustup.rs), then rerun" >&2
+            exit 1
+        fi
+    fi
+    if command -v rustup >/dev/null 2>&1; then
+        for c in rustfmt clippy; do
+            rustup component list --installed 2>/dev/null | grep -q "^$c" || { say "adding rustup component $c"; rustup component add "$c"; }
+        done
+    fi
+}
+
+# Everything the build needs from the system: a C toolchain for the -sys crates.
+ensure_build_deps() {
+    if command -v dpkg-query >/dev/null 2>&1; then
+        ensure_apt build-essential pkg-config
+    fi
+}
