@@ -48,8 +48,37 @@ enum Cmd {
     /// Write the exact operation sequence a run would issue to a CSV file, without
     /// touching an engine.
     Trace(TraceArgs),
+    /// Measure the disk under a data directory (O_DIRECT, io_uring): random 4 KiB
+    /// read, write and mixed IOPS at several queue depths, and sequential bandwidth;
+    /// runs then state the ceiling for their I/O mix and the fraction reached.
+    Device(DeviceArgs),
     /// List the engines of this build.
     Engines,
+}
+
+#[derive(Args, Debug)]
+struct DeviceArgs {
+    /// Directory on the disk to measure (the probe file is written there).
+    #[arg(long, default_value = "data")]
+    data: PathBuf,
+    /// Size of the probe file (larger than the device's caches).
+    #[arg(long, default_value = "2G")]
+    size: String,
+    /// Queue depths to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
+    qds: Vec<usize>,
+    /// Seconds per point.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Fraction of reads in the mixed pattern (YCSB A: 0.5).
+    #[arg(long, default_value_t = 0.5)]
+    mix: f64,
+    /// Keep the probe file afterwards.
+    #[arg(long)]
+    keep: bool,
+    /// Where to write the result (default results/device/device-<disk>.json).
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -101,6 +130,10 @@ struct DriveArgs {
     /// No progress output.
     #[arg(long)]
     quiet: bool,
+    /// A `ycsb device` result for the disk under the data directory; by default
+    /// results/device/device-<disk>.json is used when it exists.
+    #[arg(long)]
+    device_result: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -356,6 +389,7 @@ fn wipe_engine_dir(engine: &str, dir: &Path) -> Result<(), String> {
 }
 
 struct Session {
+    device_result: Option<PathBuf>,
     name: String,
     props: Properties,
     workload: Arc<Workload>,
@@ -399,6 +433,21 @@ fn run_engine(
         drive.native_async = Some(kvapi::async_path(engine.clone(), qd).1);
     }
     let machine = Machine::describe(dir.as_deref());
+    let device_result = s.device_result.clone().or_else(|| {
+        machine
+            .disk
+            .as_ref()
+            .map(|d| default_device_result(&d.device))
+            .filter(|p| p.is_file())
+    });
+    let roofline = match &device_result {
+        Some(p) => Some((p.clone(), crate::probe::DeviceReport::load(p)?)),
+        None => None,
+    };
+    let ctx = runner::Ctx {
+        progress: s.progress,
+        device: machine.disk.as_ref().map(|d| d.device.clone()),
+    };
     let mut report = RunReport {
         format: report::FORMAT,
         testbed_version: env!("CARGO_PKG_VERSION").into(),
@@ -420,7 +469,10 @@ fn run_engine(
     let mut out = std::io::stdout();
     if do_load {
         let before = engine.counters();
-        let r = runner::load(engine.clone(), s.workload.clone(), &drive, s.progress);
+        let mut r = runner::load(engine.clone(), s.workload.clone(), &drive, &ctx);
+        r.ceiling = roofline
+            .as_ref()
+            .and_then(|(p, d)| runner::ceiling(&r, p, d));
         let phase = PhaseReport {
             result: r,
             counters_before: report::counters_map(&before),
@@ -439,7 +491,10 @@ fn run_engine(
             }
         }
         let before = engine.counters();
-        let r = runner::run(engine.clone(), s.workload.clone(), &drive, s.progress);
+        let mut r = runner::run(engine.clone(), s.workload.clone(), &drive, &ctx);
+        r.ceiling = roofline
+            .as_ref()
+            .and_then(|(p, d)| runner::ceiling(&r, p, d));
         let phase = PhaseReport {
             result: r,
             counters_before: report::counters_map(&before),
@@ -460,6 +515,7 @@ fn session(w: &WorkloadArgs, d: &DriveArgs, engines_for_props: &[&str]) -> Resul
     let workload = Arc::new(Workload::from_properties(&props)?);
     let drive = driving(d, &props, w.seed)?;
     Ok(Session {
+        device_result: d.device_result.clone(),
         name,
         props,
         workload,
@@ -542,6 +598,90 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn default_device_result(disk: &str) -> PathBuf {
+    PathBuf::from(format!("results/device/device-{disk}.json"))
+}
+
+fn cmd_device(a: &DeviceArgs) -> Result<(), String> {
+    let bytes = kvapi::parse_bytes(&a.size)
+        .ok_or_else(|| format!("--size: expected a size such as 2G, got '{}'", a.size))?;
+    if a.qds.is_empty() || a.qds.iter().any(|q| *q == 0 || *q > 4096) {
+        return Err("--qds: queue depths must be between 1 and 4096".into());
+    }
+    if a.seconds.is_nan() || a.seconds <= 0.0 || !(0.0..=1.0).contains(&a.mix) {
+        return Err("--seconds must be positive and --mix within [0, 1]".into());
+    }
+    std::fs::create_dir_all(&a.data)
+        .map_err(|e| format!("cannot create {}: {e}", a.data.display()))?;
+    let machine = Machine::describe(Some(&a.data));
+    let disk = machine
+        .disk
+        .as_ref()
+        .map(|d| d.device.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let file = a.data.join("kvtb-device-probe.dat");
+    let cfg = crate::probe::ProbeConfig {
+        file: file.clone(),
+        file_bytes: bytes,
+        queue_depths: a.qds.clone(),
+        seconds: a.seconds,
+        mixed_read_fraction: a.mix,
+        seed: 1,
+    };
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let result = crate::probe::probe(&cfg);
+    if !a.keep {
+        let _ = std::fs::remove_file(&file);
+    }
+    let (fill, points) = result?;
+    let report = crate::probe::DeviceReport {
+        kind: "device".into(),
+        command: std::env::args().collect(),
+        started_unix_s: started,
+        machine: serde_json::to_value(&machine).map_err(|e| e.to_string())?,
+        file,
+        file_bytes: bytes,
+        fill_mib_per_s: fill,
+        points,
+    };
+    println!("# device {disk}: {}", machine.one_line());
+    println!("pattern    qd   block      IOPS     MiB/s  mean us   p99 us");
+    for p in &report.points {
+        println!(
+            "{:<9} {:>3} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1}",
+            p.pattern,
+            p.queue_depth,
+            p.block_bytes,
+            p.iops,
+            p.mib_per_s,
+            p.lat_mean_us,
+            p.lat_p99_us
+        );
+    }
+    println!("sequential fill (1 MiB O_DIRECT writes, QD 1): {fill:.0} MiB/s");
+    if let (Some(m), Some(model)) = (report.iops("mixed", None), report.mix_iops(a.mix)) {
+        println!(
+            "best mixed IOPS {m:.0} vs harmonic model from read/write {model:.0} ({:+.0}%)",
+            (m / model - 1.0) * 100.0
+        );
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| default_device_result(&disk));
+    if let Some(d) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    std::fs::write(&out, json + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    println!("device result written to {}", out.display());
+    Ok(())
+}
+
 fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
     let (_name, props) = resolve_properties(&a.workload)?;
     warn_unknown(&props, engines::ALL);
@@ -615,6 +755,7 @@ pub fn main() -> i32 {
         Cmd::Run(a) => cmd_phase(&a.phase, (a.load, true)),
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Trace(a) => cmd_trace(a),
+        Cmd::Device(a) => cmd_device(a),
         Cmd::Engines => {
             for e in engines::ALL {
                 println!(

@@ -2,10 +2,12 @@
 //! measurement, result files and the `ycsb` command line.
 
 pub mod cli;
+pub mod device;
 pub mod engines;
 pub mod generator;
 pub mod machine;
 pub mod measure;
+pub mod probe;
 pub mod props;
 pub mod report;
 pub mod rng;

@@ -40,6 +40,10 @@ pub struct Recorder {
     status: Vec<BTreeMap<String, u64>>,
     slot: Arc<Slot>,
     measuring_from: Instant,
+    /// Bytes of keys and values returned to the driver (measured operations only).
+    pub user_read_bytes: u64,
+    /// Bytes of keys and values the driver wrote (measured operations only).
+    pub user_write_bytes: u64,
 }
 
 /// Per-thread live counters read by the sampler (one cache line pair each).
@@ -61,6 +65,16 @@ impl Recorder {
             status: vec![BTreeMap::new(); KINDS],
             slot,
             measuring_from,
+            user_read_bytes: 0,
+            user_write_bytes: 0,
+        }
+    }
+
+    /// Counts the user bytes an operation that ended at `end` moved.
+    pub fn bytes(&mut self, end: Instant, read: u64, written: u64) {
+        if end >= self.measuring_from {
+            self.user_read_bytes += read;
+            self.user_write_bytes += written;
         }
     }
 
@@ -101,6 +115,8 @@ impl Recorder {
 
     /// Adds another recorder's measurements to this one.
     pub fn merge(&mut self, other: &Recorder) {
+        self.user_read_bytes += other.user_read_bytes;
+        self.user_write_bytes += other.user_write_bytes;
         for i in 0..KINDS {
             self.actual[i].add(&other.actual[i]).expect("same bounds");
             self.intended[i]
@@ -246,6 +262,13 @@ pub struct Sample {
     /// Bytes the process read from / wrote to storage in the interval.
     pub proc_read_bytes: Option<u64>,
     pub proc_write_bytes: Option<u64>,
+    /// The data directory's block device in the interval (whole-device counters).
+    pub dev_read_iops: Option<f64>,
+    pub dev_write_iops: Option<f64>,
+    pub dev_read_bytes: Option<u64>,
+    pub dev_write_bytes: Option<u64>,
+    /// Fraction of the interval the device had I/O in flight.
+    pub dev_util: Option<f64>,
 }
 
 /// Samples the live counters once a second until stopped.
@@ -278,7 +301,14 @@ fn totals(slots: &[Arc<Slot>]) -> Totals {
 pub type Tick = Box<dyn FnMut(&Sample) + Send>;
 
 impl Sampler {
-    pub fn start(start: Instant, warmup_until: Instant, mut tick: Tick) -> Sampler {
+    /// Samples every second from `start`; `device` names the block device whose
+    /// /proc/diskstats counters join each sample.
+    pub fn start(
+        start: Instant,
+        warmup_until: Instant,
+        device: Option<String>,
+        mut tick: Tick,
+    ) -> Sampler {
         let slots: Arc<std::sync::Mutex<Vec<Arc<Slot>>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let (s2, stop2) = (slots.clone(), stop.clone());
@@ -289,6 +319,7 @@ impl Sampler {
                 let mut prev = Totals::default();
                 let mut prev_cpu = cpu_times();
                 let mut prev_io = proc_io();
+                let mut prev_disk = device.as_deref().and_then(crate::device::diskstats);
                 let mut prev_t = start;
                 let mut n = 1u32;
                 loop {
@@ -302,6 +333,8 @@ impl Sampler {
                     let cur = totals(&s2.lock().expect("slots"));
                     let cpu = cpu_times();
                     let io = proc_io();
+                    let disk = device.as_deref().and_then(crate::device::diskstats);
+                    let dd = disk.zip(prev_disk);
                     let dt = now.duration_since(prev_t).as_secs_f64();
                     let mut ops = BTreeMap::new();
                     let mut total = 0;
@@ -329,6 +362,19 @@ impl Sampler {
                         cpu_sys_s: (cpu.1.saturating_sub(prev_cpu.1)).as_secs_f64(),
                         proc_read_bytes: io.zip(prev_io).map(|(a, b)| a.0.saturating_sub(b.0)),
                         proc_write_bytes: io.zip(prev_io).map(|(a, b)| a.1.saturating_sub(b.1)),
+                        dev_read_iops: dd
+                            .map(|(a, b)| a.reads.saturating_sub(b.reads) as f64 / dt.max(1e-9)),
+                        dev_write_iops: dd
+                            .map(|(a, b)| a.writes.saturating_sub(b.writes) as f64 / dt.max(1e-9)),
+                        dev_read_bytes: dd.map(|(a, b)| a.read_bytes.saturating_sub(b.read_bytes)),
+                        dev_write_bytes: dd
+                            .map(|(a, b)| a.write_bytes.saturating_sub(b.write_bytes)),
+                        dev_util: dd.map(|(a, b)| {
+                            (a.io_ticks_ms.saturating_sub(b.io_ticks_ms) as f64
+                                / 1000.0
+                                / dt.max(1e-9))
+                            .min(1.0)
+                        }),
                     };
                     // a final partial interval shorter than 100 ms adds only noise
                     if !stopping || dt > 0.1 {
@@ -341,6 +387,7 @@ impl Sampler {
                     prev = cur;
                     prev_cpu = cpu;
                     prev_io = io;
+                    prev_disk = disk;
                     prev_t = now;
                     n += 1;
                 }

@@ -129,6 +129,32 @@ pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
     let _ = writeln!(s, "[CPU], User(s), {:.3}", r.cpu_user_s);
     let _ = writeln!(s, "[CPU], System(s), {:.3}", r.cpu_sys_s);
     let _ = writeln!(s, "[CPU], PerOperation(us), {:.2}", r.cpu_us_per_op);
+    if let Some(d) = &r.device {
+        let _ = writeln!(s, "[DEVICE], Device, {}", d.device);
+        let _ = writeln!(s, "[DEVICE], ReadIOPS, {:.0}", d.read_iops);
+        let _ = writeln!(s, "[DEVICE], WriteIOPS, {:.0}", d.write_iops);
+        let _ = writeln!(s, "[DEVICE], Utilisation(%), {:.1}", d.utilisation * 100.0);
+        let _ = writeln!(s, "[DEVICE], IOsPerOperation, {:.3}", d.ios_per_op);
+        if let Some(x) = d.read_amplification {
+            let _ = writeln!(s, "[DEVICE], ReadAmplification, {x:.2}");
+        }
+        if let Some(x) = d.write_amplification {
+            let _ = writeln!(s, "[DEVICE], WriteAmplification, {x:.2}");
+        }
+    }
+    if let Some(c) = &r.ceiling {
+        let _ = writeln!(s, "[CEILING], DeviceIOPSForMix, {:.0}", c.device_iops);
+        let _ = writeln!(
+            s,
+            "[CEILING], Throughput(ops/sec), {:.0}",
+            c.ceiling_ops_sec
+        );
+        let _ = writeln!(
+            s,
+            "[CEILING], FractionReached(%), {:.1}",
+            c.fraction * 100.0
+        );
+    }
     for o in &r.ops {
         let n = &o.name;
         let _ = writeln!(s, "[{n}], Operations, {}", o.operations);

@@ -2,8 +2,9 @@
 //! (optionally throttled to a target rate, YCSB's `-target`), or asynchronous with a
 //! queue depth from one injector thread (the KVell way).
 
+use crate::device::Snapshot;
 use crate::generator::AckCounter;
-use crate::measure::{OpSummary, Outcome, Recorder, Sample, Sampler, Tick, cpu_times};
+use crate::measure::{OpSummary, Outcome, Recorder, Sample, Sampler, Tick};
 use crate::value;
 use crate::workload::{Op, OpKind, OpStream, Workload};
 use kvapi::{AsyncEngine, Engine, Reply, Request};
@@ -50,6 +51,14 @@ impl Driving {
     }
 }
 
+/// Where a phase runs: progress output and the data directory's block device.
+#[derive(Clone, Debug, Default)]
+pub struct Ctx {
+    pub progress: bool,
+    /// Kernel name of the block device under the data directory (e.g. `vda`).
+    pub device: Option<String>,
+}
+
 /// What one phase measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseResult {
@@ -64,10 +73,65 @@ pub struct PhaseResult {
     /// CPU seconds of the whole process over the measured part.
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
-    /// CPU microseconds per measured operation (user + system).
+    /// CPU microseconds per measured operation (user + system), and apart.
     pub cpu_us_per_op: f64,
+    pub cpu_user_us_per_op: f64,
+    pub cpu_sys_us_per_op: f64,
+    /// Bytes of keys and values the driver read and wrote in the measured part.
+    pub user_read_bytes: u64,
+    pub user_write_bytes: u64,
+    /// Bytes this process read from / wrote to storage (/proc/self/io).
+    pub process_read_bytes: Option<u64>,
+    pub process_write_bytes: Option<u64>,
+    /// The data directory's device over the measured part.
+    pub device: Option<crate::device::DeviceUse>,
+    /// The device's ceiling for this phase's I/O mix, when a device result exists.
+    pub ceiling: Option<Ceiling>,
     pub ops: Vec<OpSummary>,
     pub timeline: Vec<Sample>,
+}
+
+/// What the device could do for a phase's I/O mix, and how close the phase came.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ceiling {
+    /// The `ycsb device` result used.
+    pub device_result: String,
+    /// Fraction of reads among the phase's device I/Os.
+    pub read_fraction: f64,
+    /// The device's IOPS for that mix (harmonic combination of its best random 4 KiB
+    /// read and write IOPS over the queue depths probed).
+    pub device_iops: f64,
+    pub ios_per_op: f64,
+    /// device_iops / ios_per_op: the throughput the device allows at this I/O cost.
+    pub ceiling_ops_sec: f64,
+    /// Measured throughput / ceiling.
+    pub fraction: f64,
+    pub note: String,
+}
+
+/// The ceiling of a phase from its device use and a device result.
+pub fn ceiling(
+    r: &PhaseResult,
+    path: &std::path::Path,
+    d: &crate::probe::DeviceReport,
+) -> Option<Ceiling> {
+    let dev = r.device.as_ref()?;
+    let ios = dev.reads + dev.writes;
+    if ios == 0 || dev.ios_per_op <= 0.0 {
+        return None;
+    }
+    let rf = dev.reads as f64 / ios as f64;
+    let device_iops = d.mix_iops(rf)?;
+    let ceiling_ops_sec = device_iops / dev.ios_per_op;
+    Some(Ceiling {
+        device_result: path.display().to_string(),
+        read_fraction: rf,
+        device_iops,
+        ios_per_op: dev.ios_per_op,
+        ceiling_ops_sec,
+        fraction: r.throughput_ops_sec / ceiling_ops_sec,
+        note: "counts device I/Os whatever their size: exact for 4 KiB random I/O engines (KVell), an estimate for engines issuing large sequential I/Os".into(),
+    })
 }
 
 /// Shared state of one phase.
@@ -91,20 +155,38 @@ fn outcome_of(r: &kvapi::Result<()>) -> Outcome {
     }
 }
 
-fn read_outcome(key: &[u8], r: kvapi::Result<Option<Vec<u8>>>, verify: bool) -> Outcome {
-    match r {
-        Ok(Some(v)) if verify && !value::verify(key, &v) => Outcome::Corrupt,
-        Ok(Some(_)) => Outcome::Ok,
-        Ok(None) => Outcome::NotFound,
-        Err(e) => Outcome::Error(e.kind()),
+/// The outcome of a read that returned `v`, and the bytes (key and value) it read.
+fn value_outcome(key: &[u8], v: Option<&Vec<u8>>, verify: bool) -> (Outcome, u64) {
+    match v {
+        Some(v) if verify && !value::verify(key, v) => {
+            (Outcome::Corrupt, (key.len() + v.len()) as u64)
+        }
+        Some(v) => (Outcome::Ok, (key.len() + v.len()) as u64),
+        None => (Outcome::NotFound, 0),
     }
 }
 
-fn scan_outcome(r: kvapi::Result<Vec<kvapi::Pair>>, verify: bool) -> Outcome {
+/// The outcome of a scan that returned `pairs`, and the bytes it read.
+fn pairs_outcome(pairs: &[kvapi::Pair], verify: bool) -> (Outcome, u64) {
+    let bytes = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    if verify && pairs.iter().any(|(k, v)| !value::verify(k, v)) {
+        (Outcome::Corrupt, bytes)
+    } else {
+        (Outcome::Ok, bytes)
+    }
+}
+
+fn read_outcome(key: &[u8], r: &kvapi::Result<Option<Vec<u8>>>, verify: bool) -> (Outcome, u64) {
     match r {
-        Ok(pairs) if verify && pairs.iter().any(|(k, v)| !value::verify(k, v)) => Outcome::Corrupt,
-        Ok(_) => Outcome::Ok,
-        Err(e) => Outcome::Error(e.kind()),
+        Ok(v) => value_outcome(key, v.as_ref(), verify),
+        Err(e) => (Outcome::Error(e.kind()), 0),
+    }
+}
+
+fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: bool) -> (Outcome, u64) {
+    match r {
+        Ok(pairs) => pairs_outcome(pairs, verify),
+        Err(e) => (Outcome::Error(e.kind()), 0),
     }
 }
 
@@ -136,11 +218,14 @@ fn exec_blocking(
     intended: Option<Instant>,
 ) {
     let key = op.key.as_bytes();
+    let written = |len: usize| (key.len() + len) as u64;
     let start = Instant::now();
     match op.kind {
         OpKind::Read => {
-            let o = read_outcome(key, engine.get(key), verify);
-            rec.record(op.kind, intended, start, Instant::now(), o);
+            let (o, n) = read_outcome(key, &engine.get(key), verify);
+            let end = Instant::now();
+            rec.record(op.kind, intended, start, end, o);
+            rec.bytes(end, n, 0);
         }
         OpKind::Update | OpKind::Insert => {
             value::make_into(key, versions.take(), op.value_len, buf);
@@ -149,18 +234,22 @@ fn exec_blocking(
             } else {
                 engine.update(key, buf)
             };
-            rec.record(op.kind, intended, start, Instant::now(), outcome_of(&r));
+            let end = Instant::now();
+            rec.record(op.kind, intended, start, end, outcome_of(&r));
+            rec.bytes(end, 0, written(buf.len()));
         }
         OpKind::Delete => {
             let r = engine.delete(key);
             rec.record(op.kind, intended, start, Instant::now(), outcome_of(&r));
         }
         OpKind::Scan => {
-            let o = scan_outcome(engine.scan(key, op.scan_len), verify);
-            rec.record(op.kind, intended, start, Instant::now(), o);
+            let (o, n) = scan_outcome(&engine.scan(key, op.scan_len), verify);
+            let end = Instant::now();
+            rec.record(op.kind, intended, start, end, o);
+            rec.bytes(end, n, 0);
         }
         OpKind::ReadModifyWrite => {
-            let o = read_outcome(key, engine.get(key), verify);
+            let (o, n) = read_outcome(key, &engine.get(key), verify);
             let mid = Instant::now();
             rec.record(OpKind::Read, intended, start, mid, o.clone());
             value::make_into(key, versions.take(), op.value_len, buf);
@@ -173,6 +262,7 @@ fn exec_blocking(
                 o
             };
             rec.record(op.kind, intended, start, end, whole);
+            rec.bytes(end, n, written(buf.len()));
         }
     }
 }
@@ -216,22 +306,40 @@ fn finish(
     p: &Phase,
     rec: Recorder,
     sampler: Sampler,
-    cpu0: Option<(Duration, Duration)>,
+    mark: Option<Snapshot>,
+    ctx: &Ctx,
     end: Instant,
 ) -> PhaseResult {
     let timeline = sampler.finish();
+    let last = Snapshot::take(ctx.device.as_deref());
     let measured = end.saturating_duration_since(p.measure_from);
-    let ops = rec.measured_ops();
-    let cpu1 = cpu_times();
-    let (u, s) = match cpu0 {
-        Some(c0) => (
-            cpu1.0.saturating_sub(c0.0).as_secs_f64(),
-            cpu1.1.saturating_sub(c0.1).as_secs_f64(),
-        ),
-        // warm-up never ended: take the CPU of the measured timeline seconds
-        None => (0.0, 0.0),
-    };
     let secs = measured.as_secs_f64();
+    let ops = rec.measured_ops();
+    let per_op = |x: f64| if ops > 0 { x * 1e6 / ops as f64 } else { 0.0 };
+    // no mark: the warm-up never ended, nothing was measured
+    let (u, s) = mark.map_or((0.0, 0.0), |m| {
+        (
+            last.cpu.0.saturating_sub(m.cpu.0).as_secs_f64(),
+            last.cpu.1.saturating_sub(m.cpu.1).as_secs_f64(),
+        )
+    });
+    let pio = mark.and_then(|m| m.proc_io).zip(last.proc_io);
+    let device = ctx
+        .device
+        .as_deref()
+        .zip(mark.and_then(|m| m.disk))
+        .zip(last.disk)
+        .map(|((name, a), b)| {
+            crate::device::device_use(
+                name,
+                &a,
+                &b,
+                secs,
+                ops,
+                rec.user_read_bytes,
+                rec.user_write_bytes,
+            )
+        });
     PhaseResult {
         phase: phase.to_string(),
         runtime_ms: secs * 1000.0,
@@ -240,54 +348,53 @@ fn finish(
         errors: rec.error_count(),
         cpu_user_s: u,
         cpu_sys_s: s,
-        cpu_us_per_op: if ops > 0 {
-            (u + s) * 1e6 / ops as f64
-        } else {
-            0.0
-        },
+        cpu_us_per_op: per_op(u + s),
+        cpu_user_us_per_op: per_op(u),
+        cpu_sys_us_per_op: per_op(s),
+        user_read_bytes: rec.user_read_bytes,
+        user_write_bytes: rec.user_write_bytes,
+        process_read_bytes: pio.map(|(a, b)| b.0.saturating_sub(a.0)),
+        process_write_bytes: pio.map(|(a, b)| b.1.saturating_sub(a.1)),
+        device,
+        ceiling: None,
         ops: rec.summaries(),
         timeline,
     }
 }
 
-/// Captures process CPU at the end of the warm-up, from whichever thread sees it.
-struct CpuMark {
+/// Takes a [`Snapshot`] at the end of the warm-up, from whichever thread sees it.
+struct Mark {
     at: Instant,
-    taken: std::sync::Mutex<Option<(Duration, Duration)>>,
+    device: Option<String>,
+    taken: std::sync::Mutex<Option<Snapshot>>,
 }
 
-impl CpuMark {
-    fn new(at: Instant) -> CpuMark {
-        let c = CpuMark {
+impl Mark {
+    fn new(at: Instant, device: Option<String>) -> Mark {
+        let m = Mark {
             at,
+            device,
             taken: std::sync::Mutex::new(None),
         };
-        if Instant::now() >= at {
-            *c.taken.lock().expect("cpu mark") = Some(cpu_times());
-        }
-        c
+        m.poll();
+        m
     }
     fn poll(&self) {
         if Instant::now() >= self.at
             && let Ok(mut t) = self.taken.lock()
             && t.is_none()
         {
-            *t = Some(cpu_times());
+            *t = Some(Snapshot::take(self.device.as_deref()));
         }
     }
-    fn get(&self) -> Option<(Duration, Duration)> {
-        *self.taken.lock().expect("cpu mark")
+    fn get(&self) -> Option<Snapshot> {
+        *self.taken.lock().expect("mark")
     }
 }
 
 /// Inserts the workload's records (`insertstart .. insertstart + insertcount`) with
 /// value version 0.
-pub fn load(
-    engine: Arc<dyn Engine>,
-    w: Arc<Workload>,
-    d: &Driving,
-    show_progress: bool,
-) -> PhaseResult {
+pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> PhaseResult {
     let start = Instant::now();
     let p = Phase {
         start,
@@ -295,13 +402,13 @@ pub fn load(
         deadline: None,
         stop: AtomicBool::new(false),
     };
-    let tick: Tick = if show_progress {
+    let tick: Tick = if ctx.progress {
         progress("load", Some(w.insertcount as u64))
     } else {
         Box::new(|_| {})
     };
-    let sampler = Sampler::start(start, start, tick);
-    let cpu0 = cpu_times();
+    let sampler = Sampler::start(start, start, ctx.device.clone(), tick);
+    let mark0 = Snapshot::take(ctx.device.as_deref());
     let next = Arc::new(AtomicI64::new(w.insertstart));
     let end_key = w.insertstart + w.insertcount;
     let rec = if let Some(qd) = d.queue_depth {
@@ -354,7 +461,9 @@ pub fn load(
                             value::make_into(key.as_bytes(), 0, len, &mut buf);
                             let t0 = Instant::now();
                             let r = engine.insert(key.as_bytes(), &buf);
-                            rec.record(OpKind::Insert, None, t0, Instant::now(), outcome_of(&r));
+                            let t1 = Instant::now();
+                            rec.record(OpKind::Insert, None, t0, t1, outcome_of(&r));
+                            rec.bytes(t1, 0, (key.len() + buf.len()) as u64);
                         }
                         rec
                     })
@@ -368,7 +477,7 @@ pub fn load(
         merge(recs)
     };
     let end = Instant::now();
-    finish("load", &p, rec, sampler, Some(cpu0), end)
+    finish("load", &p, rec, sampler, Some(mark0), ctx, end)
 }
 
 fn merge(mut recs: Vec<Recorder>) -> Recorder {
@@ -381,12 +490,7 @@ fn merge(mut recs: Vec<Recorder>) -> Recorder {
 
 /// The run phase: the workload's operation mix until `operationcount` operations or
 /// the time limit.
-pub fn run(
-    engine: Arc<dyn Engine>,
-    w: Arc<Workload>,
-    d: &Driving,
-    show_progress: bool,
-) -> PhaseResult {
+pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> PhaseResult {
     let start = Instant::now();
     let warm = Duration::from_secs_f64(d.warmup_s);
     let p = Phase {
@@ -398,13 +502,13 @@ pub fn run(
         stop: AtomicBool::new(false),
     };
     let opcount = w.operationcount as u64;
-    let tick: Tick = if show_progress {
+    let tick: Tick = if ctx.progress {
         progress("run", (d.max_time_s.is_none()).then_some(opcount))
     } else {
         Box::new(|_| {})
     };
-    let sampler = Sampler::start(start, p.measure_from, tick);
-    let cpu = CpuMark::new(p.measure_from);
+    let sampler = Sampler::start(start, p.measure_from, ctx.device.clone(), tick);
+    let cpu = Mark::new(p.measure_from, ctx.device.clone());
     let acks = Arc::new(AckCounter::new(w.recordcount));
     let rec = if let Some(qd) = d.queue_depth {
         let (a, _) = kvapi::async_path(engine.clone(), qd);
@@ -490,7 +594,7 @@ pub fn run(
     };
     let end = Instant::now();
     cpu.poll();
-    finish("run", &p, rec, sampler, cpu.get(), end)
+    finish("run", &p, rec, sampler, cpu.get(), ctx, end)
 }
 
 enum Stage {
@@ -531,17 +635,13 @@ fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
     }
 }
 
-fn reply_outcome(key: &[u8], r: &kvapi::Result<Reply>, verify: bool) -> Outcome {
+/// The outcome of an asynchronous request and the user bytes it read.
+fn reply_outcome(key: &[u8], r: &kvapi::Result<Reply>, verify: bool) -> (Outcome, u64) {
     match r {
-        Ok(Reply::Done) => Outcome::Ok,
-        Ok(Reply::Value(Some(v))) if verify && !value::verify(key, v) => Outcome::Corrupt,
-        Ok(Reply::Value(Some(_))) => Outcome::Ok,
-        Ok(Reply::Value(None)) => Outcome::NotFound,
-        Ok(Reply::Pairs(p)) if verify && p.iter().any(|(k, v)| !value::verify(k, v)) => {
-            Outcome::Corrupt
-        }
-        Ok(Reply::Pairs(_)) => Outcome::Ok,
-        Err(e) => Outcome::Error(e.kind()),
+        Ok(Reply::Done) => (Outcome::Ok, 0),
+        Ok(Reply::Value(v)) => value_outcome(key, v.as_ref(), verify),
+        Ok(Reply::Pairs(p)) => pairs_outcome(p, verify),
+        Err(e) => (Outcome::Error(e.kind()), 0),
     }
 }
 
@@ -559,7 +659,7 @@ fn run_async(
     slot: Arc<crate::measure::Slot>,
     verify: bool,
     acks: Option<&AckCounter>,
-    cpu: Option<&CpuMark>,
+    cpu: Option<&Mark>,
 ) -> Recorder {
     let mut rec = Recorder::new(slot, p.measure_from);
     let (tx, rx) = mpsc::channel::<Done>();
@@ -629,10 +729,17 @@ fn run_async(
         while let Some(done) = next {
             in_flight -= 1;
             let key = done.key.as_bytes();
-            let outcome = reply_outcome(key, &done.result, verify);
+            let (outcome, read) = reply_outcome(key, &done.result, verify);
+            let written = (key.len() + done.value_len) as u64;
             match done.stage {
                 Stage::Single(kind) => {
                     rec.record(kind, done.intended, done.start, done.end, outcome);
+                    let w = if matches!(kind, OpKind::Insert | OpKind::Update) {
+                        written
+                    } else {
+                        0
+                    };
+                    rec.bytes(done.end, read, w);
                     if kind == OpKind::Insert
                         && let Some(acks) = acks
                         && let Err(e) = acks.acknowledge(done.keynum)
@@ -643,6 +750,7 @@ fn run_async(
                 }
                 Stage::RmwRead => {
                     rec.record(OpKind::Read, done.intended, done.start, done.end, outcome);
+                    rec.bytes(done.end, read, 0);
                     let op = Op {
                         kind: OpKind::ReadModifyWrite,
                         keynum: done.keynum,
@@ -676,6 +784,7 @@ fn run_async(
                 }
                 Stage::RmwUpdate { read_done } => {
                     rec.record(OpKind::Update, None, read_done, done.end, outcome.clone());
+                    rec.bytes(done.end, 0, written);
                     rec.record(
                         OpKind::ReadModifyWrite,
                         done.intended,
