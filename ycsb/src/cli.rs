@@ -107,6 +107,10 @@ struct DriveArgs {
     /// also measured from each operation's intended start.
     #[arg(long)]
     target: Option<f64>,
+    /// Arrivals at the --target rate: constant (YCSB's evenly spaced schedule) or
+    /// poisson (open loop with exponential gaps).
+    #[arg(long, default_value = "constant")]
+    arrival: String,
     /// Drive asynchronously from one injector with this many requests in flight.
     #[arg(long)]
     qd: Option<usize>,
@@ -175,6 +179,10 @@ struct CompareArgs {
     /// Directory for the per-engine JSON results.
     #[arg(long, default_value = "results/compare")]
     out_dir: PathBuf,
+    /// Run the whole comparison this many times, alternating the engine order; the
+    /// table shows each engine's median run and the spread.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
 }
 
 #[derive(Args, Debug)]
@@ -309,7 +317,14 @@ fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving, String> 
     if warmup < 0.0 || max_time.is_some_and(|x| x <= 0.0) {
         return Err("--warmup must not be negative and --duration must be positive".into());
     }
+    if d.arrival != "constant" && d.arrival != "poisson" {
+        return Err(format!(
+            "--arrival: expected constant or poisson, got '{}'",
+            d.arrival
+        ));
+    }
     Ok(Driving {
+        arrival: d.arrival.clone(),
         threads,
         queue_depth: d.qd,
         target_ops: target,
@@ -561,14 +576,50 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), String> {
     }
     let s = session(&a.workload, &a.drive, engines::ALL)?;
     let mem = memory(&a.drive)?;
+    if a.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
     let root = a.drive.data.join("compare");
+    let mut runs: Vec<Vec<RunReport>> = vec![Vec::new(); a.engines.len()];
+    for rep in 0..a.repeat {
+        // alternate the order so that no engine always runs on a warmer (or more
+        // worn) disk than the others
+        let mut order: Vec<usize> = (0..a.engines.len()).collect();
+        if rep % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let e = &a.engines[i];
+            eprintln!(
+                "== {e} (repeat {}/{}): load and run {} ({})",
+                rep + 1,
+                a.repeat,
+                s.name,
+                s.drive.describe()
+            );
+            let r = run_engine(&s, e, &root, mem, true, (true, true))?;
+            let name = if a.repeat == 1 {
+                format!("{e}.json")
+            } else {
+                format!("{e}-r{}.json", rep + 1)
+            };
+            r.write(&a.out_dir.join(name))?;
+            runs[i].push(r);
+        }
+    }
+    let run_tput = |r: &RunReport| {
+        r.phases
+            .iter()
+            .find(|p| p.result.phase == "run")
+            .map(|p| p.result.throughput_ops_sec)
+            .unwrap_or(0.0)
+    };
     let mut reports = Vec::new();
-    for e in &a.engines {
-        eprintln!("== {e}: load and run {} ({})", s.name, s.drive.describe());
-        let r = run_engine(&s, e, &root, mem, true, (true, true))?;
-        let path = a.out_dir.join(format!("{e}.json"));
-        r.write(&path)?;
-        reports.push(r);
+    let mut spread = Vec::new();
+    for mut v in runs {
+        v.sort_by(|x, y| run_tput(x).total_cmp(&run_tput(y)));
+        spread.push((run_tput(&v[0]), run_tput(&v[v.len() - 1])));
+        reports.push(v.swap_remove(v.len() / 2));
     }
     let classes: std::collections::BTreeSet<&str> = reports
         .iter()
@@ -583,7 +634,16 @@ fn cmd_compare(a: &CompareArgs) -> Result<(), String> {
         s.drive.describe(),
         s.drive.seed
     );
-    print!("{}", report::compare_table(&reports));
+    print!(
+        "{}",
+        report::compare_table(&reports, (a.repeat > 1).then_some(&spread[..]))
+    );
+    if a.repeat > 1 {
+        println!(
+            "(each column is the engine's median run of {} by run ops/s)",
+            a.repeat
+        );
+    }
     if classes.len() > 1 {
         let list: Vec<String> = reports
             .iter()

@@ -37,6 +37,7 @@ pub enum Outcome {
 pub struct Recorder {
     actual: Vec<Histogram<u64>>,
     intended: Vec<Histogram<u64>>,
+    queued: Vec<Histogram<u64>>,
     status: Vec<BTreeMap<String, u64>>,
     slot: Arc<Slot>,
     measuring_from: Instant,
@@ -62,6 +63,7 @@ impl Recorder {
         Recorder {
             actual: (0..KINDS).map(|_| new_hist()).collect(),
             intended: (0..KINDS).map(|_| new_hist()).collect(),
+            queued: (0..KINDS).map(|_| new_hist()).collect(),
             status: vec![BTreeMap::new(); KINDS],
             slot,
             measuring_from,
@@ -103,6 +105,8 @@ impl Recorder {
         if let Some(t0) = intended {
             let ins = end.saturating_duration_since(t0).as_nanos() as u64;
             self.intended[i].saturating_record(ins.max(1));
+            let q = start.saturating_duration_since(t0).as_nanos() as u64;
+            self.queued[i].saturating_record(q.max(1));
         }
         let name = match outcome {
             Outcome::Ok => "OK",
@@ -122,6 +126,7 @@ impl Recorder {
             self.intended[i]
                 .add(&other.intended[i])
                 .expect("same bounds");
+            self.queued[i].add(&other.queued[i]).expect("same bounds");
             for (k, v) in &other.status[i] {
                 *self.status[i].entry(k.clone()).or_insert(0) += v;
             }
@@ -142,11 +147,18 @@ impl Recorder {
                 h,
                 self.status[i].clone(),
             ));
+            // Under a target rate: latency from the scheduled start ("intended",
+            // coordinated omission corrected) and the queueing delay before the start.
             let ih = &self.intended[i];
             if !ih.is_empty() {
                 out.push(OpSummary::from_hist(
                     format!("Intended-{}", kind.ycsb_name()),
                     ih,
+                    BTreeMap::new(),
+                ));
+                out.push(OpSummary::from_hist(
+                    format!("Queue-{}", kind.ycsb_name()),
+                    &self.queued[i],
                     BTreeMap::new(),
                 ));
             }

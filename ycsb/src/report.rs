@@ -90,7 +90,11 @@ impl RunReport {
 }
 
 fn fmt_us(x: f64) -> String {
-    format!("{x:.1}")
+    if x < 10.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1}")
+    }
 }
 
 /// YCSB's text summary of one phase, with the engine's durability and cache stated.
@@ -195,7 +199,8 @@ pub fn human_bytes(b: u64) -> String {
 
 /// A table with engines as columns, one row per metric, the best cell of each row
 /// marked with `*`.
-pub fn compare_table(reports: &[RunReport]) -> String {
+/// With `spread`, a row gives each engine's (min, max) run throughput over repeats.
+pub fn compare_table(reports: &[RunReport], spread: Option<&[(f64, f64)]>) -> String {
     struct Row {
         name: &'static str,
         higher_is_better: Option<bool>,
@@ -268,6 +273,42 @@ pub fn compare_table(reports: &[RunReport]) -> String {
             text: vec![],
         },
         Row {
+            name: "I/Os per op",
+            higher_is_better: Some(false),
+            cells: reports
+                .iter()
+                .map(|r| run(r).and_then(|p| p.device.map(|d| d.ios_per_op)))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "write amplification",
+            higher_is_better: Some(false),
+            cells: reports
+                .iter()
+                .map(|r| run(r).and_then(|p| p.device.and_then(|d| d.write_amplification)))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "device util %",
+            higher_is_better: None,
+            cells: reports
+                .iter()
+                .map(|r| run(r).and_then(|p| p.device.map(|d| d.utilisation * 100.0)))
+                .collect(),
+            text: vec![],
+        },
+        Row {
+            name: "% of device ceiling",
+            higher_is_better: Some(true),
+            cells: reports
+                .iter()
+                .map(|r| run(r).and_then(|p| p.ceiling.map(|c| c.fraction * 100.0)))
+                .collect(),
+            text: vec![],
+        },
+        Row {
             name: "CPU us/op",
             higher_is_better: Some(false),
             cells: reports
@@ -319,6 +360,13 @@ pub fn compare_table(reports: &[RunReport]) -> String {
         .into_iter()
         .map(|r| (r.name.to_string(), r.text))
         .collect();
+    if let Some(sp) = spread {
+        let cells = sp
+            .iter()
+            .map(|(lo, hi)| format!("{lo:.0}..{hi:.0}"))
+            .collect();
+        text_rows.insert(2, ("run ops/s min..max".into(), cells));
+    }
     text_rows.push((
         "durability".into(),
         reports

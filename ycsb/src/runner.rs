@@ -23,6 +23,9 @@ pub struct Driving {
     pub queue_depth: Option<usize>,
     /// Target rate in operations per second (all threads together).
     pub target_ops: Option<f64>,
+    /// Arrivals at the target rate: `constant` (evenly spaced, YCSB's) or `poisson`
+    /// (exponential gaps).
+    pub arrival: String,
     /// Seconds at the start of the run phase excluded from the measurement.
     pub warmup_s: f64,
     /// Time limit of the run phase in seconds (YCSB's maxexecutiontime).
@@ -45,7 +48,7 @@ impl Driving {
             None => format!("closed loop, {} client thread(s)", self.threads),
         };
         if let Some(t) = self.target_ops {
-            s.push_str(&format!(", target {t} ops/s"));
+            s.push_str(&format!(", target {t} ops/s ({} arrivals)", self.arrival));
         }
         s
     }
@@ -132,6 +135,39 @@ pub fn ceiling(
         fraction: r.throughput_ops_sec / ceiling_ops_sec,
         note: "counts device I/Os whatever their size: exact for 4 KiB random I/O engines (KVell), an estimate for engines issuing large sequential I/Os".into(),
     })
+}
+
+/// Scheduled start times at a target rate: evenly spaced, or a Poisson process.
+/// Latency measured from these times includes any queueing behind late requests
+/// (coordinated omission corrected).
+struct Arrivals {
+    start: Instant,
+    mean_s: f64,
+    poisson: bool,
+    rng: crate::rng::Rng,
+    next_s: f64,
+}
+
+impl Arrivals {
+    fn new(start: Instant, rate: f64, poisson: bool, seed: u64, stream: u64) -> Arrivals {
+        Arrivals {
+            start,
+            mean_s: 1.0 / rate,
+            poisson,
+            rng: crate::rng::Rng::derive(seed ^ 0xA771_7A15, stream),
+            next_s: 0.0,
+        }
+    }
+    fn peek(&self) -> Instant {
+        self.start + Duration::from_secs_f64(self.next_s)
+    }
+    fn advance(&mut self) {
+        self.next_s += if self.poisson {
+            -(1.0 - self.rng.next_f64()).ln() * self.mean_s
+        } else {
+            self.mean_s
+        };
+    }
 }
 
 /// Shared state of one phase.
@@ -524,7 +560,7 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
             a.as_ref(),
             &mut ops,
             qd,
-            d.target_ops,
+            d.target_ops.map(|r| (r, d.arrival == "poisson")),
             &p,
             sampler.slot(),
             w.dataintegrity,
@@ -541,9 +577,10 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
                         opcount / threads as u64 + u64::from((t as u64) < opcount % threads as u64);
                     let (engine, w, acks, slot) =
                         (engine.clone(), w.clone(), acks.clone(), sampler.slot());
-                    let interval = d
-                        .target_ops
-                        .map(|r| Duration::from_secs_f64(threads as f64 / r));
+                    let poisson = d.arrival == "poisson";
+                    let mut arrivals = d.target_ops.map(|r| {
+                        Arrivals::new(start, r / threads as f64, poisson, d.seed, t as u64)
+                    });
                     let (p, cpu) = (&p, &cpu);
                     s.spawn(move || {
                         let verify = w.dataintegrity;
@@ -553,7 +590,10 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
                         let mut buf = Vec::new();
                         let mut i = 0u64;
                         while i < budget && !p.over() {
-                            let intended = interval.map(|iv| p.start + iv.mul_f64(i as f64));
+                            let intended = arrivals.as_ref().map(Arrivals::peek);
+                            if let Some(a) = arrivals.as_mut() {
+                                a.advance();
+                            }
                             if let Some(due) = intended {
                                 let now = Instant::now();
                                 if due > now {
@@ -654,7 +694,7 @@ fn run_async(
     a: &dyn AsyncEngine,
     ops: &mut dyn Iterator<Item = Op>,
     qd: usize,
-    target: Option<f64>,
+    target: Option<(f64, bool)>,
     p: &Phase,
     slot: Arc<crate::measure::Slot>,
     verify: bool,
@@ -665,8 +705,7 @@ fn run_async(
     let (tx, rx) = mpsc::channel::<Done>();
     let mut in_flight = 0usize;
     let mut versions = Versions::new(usize::MAX >> 24);
-    let interval = target.map(|r| Duration::from_secs_f64(1.0 / r));
-    let mut issued = 0u64;
+    let mut arrivals = target.map(|(r, poisson)| Arrivals::new(p.start, r, poisson, 0, 0));
     let mut exhausted = false;
     let submit = |op: &Op, stage: Stage, intended: Option<Instant>, version: u64| {
         let tx = tx.clone();
@@ -695,7 +734,7 @@ fn run_async(
                 exhausted = true;
                 break;
             }
-            let intended = interval.map(|iv| p.start + iv.mul_f64(issued as f64));
+            let intended = arrivals.as_ref().map(Arrivals::peek);
             if let Some(due) = intended
                 && due > Instant::now()
             {
@@ -708,7 +747,9 @@ fn run_async(
                 exhausted = true;
                 break;
             };
-            issued += 1;
+            if let Some(a) = arrivals.as_mut() {
+                a.advance();
+            }
             let stage = if op.kind == OpKind::ReadModifyWrite {
                 Stage::RmwRead
             } else {
@@ -720,7 +761,7 @@ fn run_async(
         if in_flight == 0 && exhausted {
             break;
         }
-        let wait = if exhausted || interval.is_none() {
+        let wait = if exhausted || arrivals.is_none() {
             rx.recv().ok()
         } else {
             rx.recv_timeout(Duration::from_micros(200)).ok()

@@ -447,3 +447,191 @@ fn bad_input_gets_a_clear_error() {
     assert_eq!(ycsb(&["run", "--bogus-flag"]).status.code(), Some(2));
     assert_eq!(run(&["-w", "Z"]).status.code(), Some(1));
 }
+
+#[test]
+fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
+    let t = Tmp::new("device");
+    let dev = t.s("device.json");
+    let o = ycsb(&[
+        "device",
+        "--data",
+        &t.s("probe"),
+        "--size",
+        "16M",
+        "--qds",
+        "1,4",
+        "--seconds",
+        "0.05",
+        "--out",
+        &dev,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("randread") && s.contains("randwrite") && s.contains("seqread"),
+        "{s}"
+    );
+    assert!(
+        !t.0.join("probe/kvtb-device-probe.dat").exists(),
+        "the probe file is removed"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&dev).unwrap()).unwrap();
+    assert_eq!(j["kind"], "device");
+    assert_eq!(j["points"].as_array().unwrap().len(), 7);
+    // a sled run with device accounting and that device result states its ceiling
+    let out = t.s("run.json");
+    let o = ycsb(&[
+        "run",
+        "-w",
+        "A",
+        "--engine",
+        "sled",
+        "--load",
+        "--data",
+        &t.s("data"),
+        "-p",
+        "recordcount=3000",
+        "-p",
+        "operationcount=3000",
+        "-p",
+        "sled.flush=every",
+        "--device-result",
+        &dev,
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let run = &j["phases"][1];
+    let d = &run["device"];
+    if !d.is_null() {
+        // flushing every write must show device writes
+        assert!(d["writes"].as_u64().unwrap() > 0, "{d}");
+        assert!(run["user_write_bytes"].as_u64().unwrap() > 0);
+        assert!(d["write_amplification"].as_f64().unwrap() > 0.0);
+        let c = &run["ceiling"];
+        assert!(c["fraction"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(stdout(&o).contains("[CEILING], FractionReached(%)"));
+    }
+    let tl = run["timeline"].as_array().unwrap();
+    assert!(
+        tl.iter()
+            .all(|s| s.get("dev_util").is_some() && s.get("cpu_user_s").is_some())
+    );
+    // bad probe arguments
+    assert_clean_error(
+        &ycsb(&["device", "--data", &t.s("probe"), "--size", "1M"]),
+        "at least 16 MiB",
+    );
+    assert_clean_error(
+        &ycsb(&["device", "--data", &t.s("probe"), "--qds", "0"]),
+        "--qds",
+    );
+    assert_clean_error(
+        &ycsb(&[
+            "run",
+            "-w",
+            "A",
+            "--engine",
+            "null",
+            "--device-result",
+            &t.s("nothing.json"),
+        ]),
+        "cannot read",
+    );
+}
+
+#[test]
+fn open_loop_poisson_reports_queueing_apart_from_service() {
+    let o = ycsb(&[
+        "run",
+        "-w",
+        "C",
+        "--engine",
+        "null",
+        "-p",
+        "operationcount=2000",
+        "--target",
+        "4000",
+        "--arrival",
+        "poisson",
+        "--qd",
+        "4",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("poisson arrivals"), "{s}");
+    assert_eq!(metric(&s, "Queue-READ", "Operations"), Some(2000.0), "{s}");
+    assert_eq!(
+        metric(&s, "Intended-READ", "Operations"),
+        Some(2000.0),
+        "{s}"
+    );
+    // intended latency = queueing + service, so it is never below the service time
+    assert!(
+        metric(&s, "Intended-READ", "MaxLatency(us)").unwrap()
+            >= metric(&s, "READ", "MinLatency(us)").unwrap()
+    );
+    assert_clean_error(
+        &ycsb(&[
+            "run",
+            "-w",
+            "C",
+            "--engine",
+            "null",
+            "--target",
+            "10",
+            "--arrival",
+            "bursty",
+        ]),
+        "--arrival",
+    );
+}
+
+#[test]
+fn compare_repeats_alternate_and_report_spread() {
+    let t = Tmp::new("repeat");
+    let o = ycsb(&[
+        "compare",
+        "-w",
+        "C",
+        "--engines",
+        "null,sled",
+        "-p",
+        "recordcount=500",
+        "-p",
+        "operationcount=1000",
+        "--repeat",
+        "2",
+        "--data",
+        &t.s("data"),
+        "--out-dir",
+        &t.s("out"),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(
+        s.contains("run ops/s min..max") && s.contains("median run of 2"),
+        "{s}"
+    );
+    let e = stderr(&o);
+    let order: Vec<&str> = e
+        .lines()
+        .filter(|l| l.starts_with("== "))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(order, vec!["null", "sled", "sled", "null"], "{e}");
+    for f in [
+        "null-r1.json",
+        "null-r2.json",
+        "sled-r1.json",
+        "sled-r2.json",
+    ] {
+        assert!(t.0.join("out").join(f).is_file(), "{f}");
+    }
+}
