@@ -159,6 +159,9 @@ pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
             c.fraction * 100.0
         );
     }
+    for line in engine_lines(&phase.counters_before, &phase.counters_after) {
+        let _ = writeln!(s, "{line}");
+    }
     for o in &r.ops {
         let n = &o.name;
         let _ = writeln!(s, "[{n}], Operations, {}", o.operations);
@@ -180,6 +183,54 @@ pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
         }
     }
     s
+}
+
+/// What the engine's counters say about a phase: cache hit ratio, index bytes per
+/// item, and the share of each `phase_ns.*` phase in the engine's accounted time
+/// (the paper's "20% B-tree, 20% I/O, 60% waiting" breakdown).
+pub fn engine_lines(
+    before: &BTreeMap<String, Option<u64>>,
+    after: &BTreeMap<String, Option<u64>>,
+) -> Vec<String> {
+    let delta = |k: &str| -> Option<u64> {
+        let a = (*after.get(k)?)?;
+        Some(a.saturating_sub(before.get(k).copied().flatten().unwrap_or(0)))
+    };
+    let now = |k: &str| after.get(k).copied().flatten();
+    let mut out = Vec::new();
+    if let (Some(h), Some(m)) = (delta("cache_hits"), delta("cache_misses"))
+        && h + m > 0
+    {
+        out.push(format!(
+            "[ENGINE], CacheHitRatio(%), {:.1}",
+            h as f64 * 100.0 / (h + m) as f64
+        ));
+    }
+    if let (Some(i), Some(items)) = (now("index_bytes"), now("items"))
+        && items > 0
+    {
+        out.push(format!(
+            "[ENGINE], IndexBytesPerItem, {:.1}",
+            i as f64 / items as f64
+        ));
+    }
+    let phases: Vec<(&str, u64)> = after
+        .keys()
+        .filter_map(|k| {
+            k.strip_prefix("phase_ns.")
+                .map(|name| (name, delta(k).unwrap_or(0)))
+        })
+        .collect();
+    let total: u64 = phases.iter().map(|(_, v)| v).sum();
+    if total > 0 {
+        for (name, v) in phases {
+            out.push(format!(
+                "[ENGINE], Time.{name}(%), {:.1}",
+                v as f64 * 100.0 / total as f64
+            ));
+        }
+    }
+    out
 }
 
 pub fn human_bytes(b: u64) -> String {
@@ -429,4 +480,51 @@ pub fn compare_table(reports: &[RunReport], spread: Option<&[(f64, f64)]>) -> St
     }
     s.push_str("(* best in row)\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_lines_derive_ratios_and_phase_shares() {
+        let m = |v: &[(&str, Option<u64>)]| {
+            v.iter()
+                .map(|(k, x)| (k.to_string(), *x))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let before = m(&[
+            ("cache_hits", Some(100)),
+            ("cache_misses", Some(100)),
+            ("phase_ns.index", Some(0)),
+            ("phase_ns.wait", Some(0)),
+        ]);
+        let after = m(&[
+            ("cache_hits", Some(400)),
+            ("cache_misses", Some(200)),
+            ("items", Some(1000)),
+            ("index_bytes", Some(19_000)),
+            ("phase_ns.index", Some(200)),
+            ("phase_ns.wait", Some(600)),
+            ("device_reads", None),
+        ]);
+        let lines = engine_lines(&before, &after);
+        assert!(
+            lines.contains(&"[ENGINE], CacheHitRatio(%), 75.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], IndexBytesPerItem, 19.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], Time.index(%), 25.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], Time.wait(%), 75.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(engine_lines(&BTreeMap::new(), &BTreeMap::new()).is_empty());
+    }
 }
