@@ -766,7 +766,7 @@ fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
             );
             for n in w.insertstart..w.insertstart + w.insertcount {
                 let k = w.key(n);
-                writeln!(sink, "0,PUT,{k},{},{},0", k.len(), stream.next_value_len())
+                writeln!(sink, "0,PUT,{k},{},{},0", k.len(), stream.value_len_for(n))
                     .map_err(io)?;
             }
         }

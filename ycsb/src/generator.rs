@@ -249,6 +249,81 @@ pub enum KeyChooser {
         interval: i64,
         cursor: i64,
     },
+    /// Buckets of the key space, each a fraction range [lo, hi) of `count` keys from
+    /// `start`, chosen with a probability, uniform inside (the production workloads).
+    Buckets {
+        start: i64,
+        count: i64,
+        buckets: Vec<Bucket>,
+    },
+}
+
+/// One bucket of [`KeyChooser::Buckets`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    pub lo: f64,
+    pub hi: f64,
+    /// Probability of this bucket (normalised over all buckets).
+    pub p: f64,
+}
+
+/// The skewed production key distribution of the KVell authors' code
+/// (`production_random1`, over 500M keys there), as fractions of the key space.
+pub fn production1_buckets() -> Vec<Bucket> {
+    const EDGES: [(f64, f64, f64); 6] = [
+        (0.0, 0.288, 13.0),
+        (0.288, 0.6288, 8117.0),
+        (0.6288, 0.90, 1314.0),
+        (0.90, 0.96, 298.0),
+        (0.96, 0.98, 178.0),
+        (0.98, 1.0, 80.0),
+    ];
+    EDGES
+        .iter()
+        .map(|&(lo, hi, w)| Bucket {
+            lo,
+            hi,
+            p: w / 10_000.0,
+        })
+        .collect()
+}
+
+/// The second production distribution. The authors' code (`production_random2`)
+/// draws 0..9999 but compares it with thresholds written in millionths, so every draw
+/// lands in the first bucket: uniform over the first 9.40328% of the keys (`as_coded`,
+/// which produced the paper's numbers: 99% of its reads hit the cache). `as_written`
+/// uses the thresholds as millionths, as they were presumably meant.
+pub fn production2_buckets(as_written: bool) -> Vec<Bucket> {
+    const N: f64 = 500_000_000.0;
+    const EDGES: [(f64, f64, f64); 7] = [
+        (0.0, 47_016_400.0, 103_487.0),
+        (47_016_400.0, 259_179_450.0, 570_480.0),
+        (259_179_450.0, 386_162_550.0, 849_982.0),
+        (386_162_550.0, 422_748_200.0, 930_511.0),
+        (422_748_200.0, 442_158_000.0, 973_234.0),
+        (442_158_000.0, 448_392_900.0, 986_958.0),
+        (448_392_900.0, 500_000_000.0, 1_000_000.0),
+    ];
+    if !as_written {
+        return vec![Bucket {
+            lo: 0.0,
+            hi: EDGES[0].1 / N,
+            p: 1.0,
+        }];
+    }
+    let mut prev = 0.0;
+    EDGES
+        .iter()
+        .map(|&(lo, hi, cum)| {
+            let b = Bucket {
+                lo: lo / N,
+                hi: hi / N,
+                p: (cum - prev) / 1_000_000.0,
+            };
+            prev = cum;
+            b
+        })
+        .collect()
 }
 
 impl KeyChooser {
@@ -293,6 +368,24 @@ impl KeyChooser {
                     let k = *start + *cursor % *interval;
                     *cursor += 1;
                     k
+                }
+                KeyChooser::Buckets {
+                    start,
+                    count,
+                    buckets,
+                } => {
+                    let mut u = rng.next_f64();
+                    let b = buckets
+                        .iter()
+                        .find(|b| {
+                            let hit = u < b.p;
+                            u -= b.p;
+                            hit
+                        })
+                        .unwrap_or(&buckets[buckets.len() - 1]);
+                    let lo = (b.lo * *count as f64) as i64;
+                    let hi = ((b.hi * *count as f64) as i64).max(lo + 1);
+                    *start + lo + rng.below((hi - lo) as u64) as i64
                 }
             };
             if k <= last {
@@ -420,6 +513,34 @@ mod tests {
         }
         // P(one of the 10 newest of 10^4) = zeta(10) / zeta(10^4) = 0.30
         assert!((2_700..3_300).contains(&recent), "{recent}");
+    }
+
+    #[test]
+    fn production_buckets_follow_the_authors_code() {
+        let p1 = production1_buckets();
+        assert!((p1.iter().map(|b| b.p).sum::<f64>() - 1.0).abs() < 1e-9);
+        let mut rng = Rng::new(5);
+        let mut k = KeyChooser::Buckets {
+            start: 0,
+            count: 100_000,
+            buckets: p1,
+        };
+        let n = 100_000;
+        let hot = (0..n)
+            .filter(|_| (28_800..62_880).contains(&k.next(99_999, &mut rng)))
+            .count();
+        assert!((hot as f64 / n as f64 - 0.8117).abs() < 0.01, "{hot}");
+        // as coded: only the first 9.4% of the keys, uniformly
+        let mut k2 = KeyChooser::Buckets {
+            start: 0,
+            count: 100_000,
+            buckets: production2_buckets(false),
+        };
+        assert!((0..n).all(|_| k2.next(99_999, &mut rng) < 9_404));
+        let p2 = production2_buckets(true);
+        assert_eq!(p2.len(), 7);
+        assert!((p2.iter().map(|b| b.p).sum::<f64>() - 1.0).abs() < 1e-9);
+        assert!((p2[1].p - 0.466_993).abs() < 1e-9);
     }
 
     #[test]

@@ -456,7 +456,7 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
                 kind: OpKind::Insert,
                 keynum: n,
                 key: w.key(n),
-                value_len: stream.next_value_len(),
+                value_len: stream.value_len_for(n),
                 scan_len: 0,
             })
         });
@@ -493,7 +493,7 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
                                 break;
                             }
                             let key = w.key(n);
-                            let len = stream.next_value_len();
+                            let len = stream.value_len_for(n);
                             value::make_into(key.as_bytes(), 0, len, &mut buf);
                             let t0 = Instant::now();
                             let r = engine.insert(key.as_bytes(), &buf);

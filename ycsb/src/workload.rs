@@ -76,6 +76,8 @@ pub const KNOWN_PROPERTIES: &[&str] = &[
     "scanproportion",
     "readmodifywriteproportion",
     "deleteproportion",
+    "valuesizes",
+    "production2.thresholds",
     "requestdistribution",
     "zipfianconstant",
     "minscanlength",
@@ -110,6 +112,47 @@ pub const KNOWN_PROPERTIES: &[&str] = &[
     "exporter",
 ];
 
+/// How value sizes are chosen (`valuesizes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueSizes {
+    /// Drawn from the field-length distribution at every write (YCSB).
+    Drawn,
+    /// Fixed by the key's rank, as the KVell authors' production benchmark does:
+    /// the first 1% of keys 100 B, up to 82% 400 B, up to 98% 1 KiB, the rest 4 KiB.
+    ProductionCode,
+    /// Fixed per key within 250 B..1 KiB with a median of 400 B, as the paper
+    /// describes the production items.
+    ProductionPaper,
+}
+
+impl ValueSizes {
+    /// The value size of key number `n` of `count`, for the per-key kinds.
+    pub fn of_key(self, n: i64, count: i64) -> Option<usize> {
+        let count = count.max(1);
+        match self {
+            ValueSizes::Drawn => None,
+            ValueSizes::ProductionCode => {
+                let rank = (n.max(0) as i128 * 100 / count as i128) as i64;
+                Some(match rank {
+                    r if r < 1 => 100,
+                    r if r < 82 => 400,
+                    r if r < 98 => 1024,
+                    _ => 4096,
+                })
+            }
+            ValueSizes::ProductionPaper => {
+                let u = (crate::generator::fnvhash64(n ^ 0x5eed) as u64 % 1_000_000) as f64
+                    / 1_000_000.0;
+                Some(if u < 0.5 {
+                    250 + (u * 2.0 * 150.0) as usize
+                } else {
+                    400 + ((u - 0.5) * 2.0 * 624.0) as usize
+                })
+            }
+        }
+    }
+}
+
 /// A resolved, validated workload.
 #[derive(Clone, Debug)]
 pub struct Workload {
@@ -122,6 +165,8 @@ pub struct Workload {
     pub ordered_inserts: bool,
     pub zeropadding: usize,
     pub value_len: LengthGen,
+    /// Value sizes drawn per write (`constant`, YCSB's) or fixed per key.
+    pub value_sizes: ValueSizes,
     pub scan_len: LengthGen,
     pub chooser: KeyChooser,
     pub request_distribution: String,
@@ -250,6 +295,16 @@ impl Workload {
                 }
             }
         };
+        let value_sizes = match get(p, "valuesizes", "constant") {
+            "constant" | "drawn" => ValueSizes::Drawn,
+            "production" => ValueSizes::ProductionCode,
+            "production_paper" => ValueSizes::ProductionPaper,
+            other => {
+                return Err(format!(
+                    "property valuesizes: expected constant, production or production_paper, got '{other}'"
+                ));
+            }
+        };
         let minscan = int(p, "minscanlength", 1)?;
         let maxscan = int(p, "maxscanlength", 1000)?;
         if maxscan < minscan {
@@ -324,6 +379,27 @@ impl Workload {
                     gamma: -(1.0 - pct / 100.0).ln() / (recordcount.max(1) as f64 * frac),
                 }
             }
+            "production1" => KeyChooser::Buckets {
+                start: insertstart,
+                count: insertcount.max(1),
+                buckets: crate::generator::production1_buckets(),
+            },
+            "production2" => {
+                let as_written = match get(p, "production2.thresholds", "as_coded") {
+                    "as_coded" => false,
+                    "as_written" => true,
+                    other => {
+                        return Err(format!(
+                            "property production2.thresholds: expected as_coded or as_written, got '{other}'"
+                        ));
+                    }
+                };
+                KeyChooser::Buckets {
+                    start: insertstart,
+                    count: insertcount.max(1),
+                    buckets: crate::generator::production2_buckets(as_written),
+                }
+            }
             "sequential" => KeyChooser::Sequential {
                 start: insertstart,
                 interval: insertcount.max(1),
@@ -331,7 +407,7 @@ impl Workload {
             },
             other => {
                 return Err(format!(
-                    "property requestdistribution: unknown distribution '{other}' (uniform, zipfian, unscrambledzipfian, latest, hotspot, exponential, sequential)"
+                    "property requestdistribution: unknown distribution '{other}' (uniform, zipfian, unscrambledzipfian, latest, hotspot, exponential, sequential, production1, production2)"
                 ));
             }
         };
@@ -344,6 +420,7 @@ impl Workload {
             ordered_inserts,
             zeropadding,
             value_len,
+            value_sizes,
             scan_len,
             chooser,
             request_distribution: dist,
@@ -358,7 +435,11 @@ impl Workload {
 
     /// The largest value the workload writes.
     pub fn max_value_len(&self) -> usize {
-        self.value_len.max().max(0) as usize
+        match self.value_sizes {
+            ValueSizes::Drawn => self.value_len.max().max(0) as usize,
+            ValueSizes::ProductionCode => 4096,
+            ValueSizes::ProductionPaper => 1024,
+        }
     }
 }
 
@@ -417,9 +498,12 @@ impl OpStream {
         self.cumulative.last().expect("non-empty mix").0
     }
 
-    /// The length of the next value to write.
-    pub fn next_value_len(&mut self) -> usize {
-        self.value_len.next(&mut self.rng).max(0) as usize
+    /// The length of the next value to write for key number `keynum`.
+    pub fn value_len_for(&mut self, keynum: i64) -> usize {
+        match self.w.value_sizes.of_key(keynum, self.w.recordcount) {
+            Some(n) => n,
+            None => self.value_len.next(&mut self.rng).max(0) as usize,
+        }
     }
 
     /// The next run-phase operation.
@@ -432,7 +516,7 @@ impl OpStream {
             self.chooser.next(last, &mut self.rng)
         };
         let value_len = match kind {
-            OpKind::Insert | OpKind::Update | OpKind::ReadModifyWrite => self.next_value_len(),
+            OpKind::Insert | OpKind::Update | OpKind::ReadModifyWrite => self.value_len_for(keynum),
             _ => 0,
         };
         let scan_len = if kind == OpKind::Scan {
@@ -499,6 +583,28 @@ mod tests {
         assert_eq!(w.max_value_len(), 100);
         let w = Workload::from_properties(&props(&[("valuesize", "4000")])).unwrap();
         assert_eq!(w.max_value_len(), 4000);
+    }
+
+    #[test]
+    fn production_value_sizes_follow_the_key() {
+        let code = ValueSizes::ProductionCode;
+        assert_eq!(code.of_key(0, 1000), Some(100));
+        assert_eq!(code.of_key(9, 1000), Some(100));
+        assert_eq!(code.of_key(10, 1000), Some(400));
+        assert_eq!(code.of_key(819, 1000), Some(400));
+        assert_eq!(code.of_key(820, 1000), Some(1024));
+        assert_eq!(code.of_key(980, 1000), Some(4096));
+        let mut sizes: Vec<usize> = (0..10_000)
+            .map(|n| ValueSizes::ProductionPaper.of_key(n, 10_000).unwrap())
+            .collect();
+        sizes.sort();
+        assert!(sizes[0] >= 250 && sizes[9_999] <= 1024);
+        assert!(
+            (390..=410).contains(&sizes[5_000]),
+            "median {}",
+            sizes[5_000]
+        );
+        assert_eq!(ValueSizes::Drawn.of_key(3, 10), None);
     }
 
     #[test]
