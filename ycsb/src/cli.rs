@@ -47,7 +47,7 @@ enum Cmd {
     Compare(CompareArgs),
     /// Write the exact operation sequence a run would issue to a CSV file, without
     /// touching an engine.
-    Trace(TraceArgs),
+    Trace(TraceCmd),
     /// Measure the disk under a data directory (O_DIRECT, io_uring): random 4 KiB
     /// read, write and mixed IOPS at several queue depths, and sequential bandwidth;
     /// runs then state the ceiling for their I/O mix and the fraction reached.
@@ -165,6 +165,17 @@ struct RunArgs {
     /// Load the records first, in the same process.
     #[arg(long)]
     load: bool,
+    /// Replay this trace (our CSV or binary form; see `ycsb trace convert`) instead
+    /// of a workload. Keys read before they are written are loaded first.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Replay at the trace's recorded times divided by this factor (2 = twice as
+    /// fast); without it the replay is closed loop.
+    #[arg(long)]
+    speed: Option<f64>,
+    /// Value size for keys whose size the trace does not give.
+    #[arg(long, default_value_t = 100)]
+    default_value_size: usize,
 }
 
 #[derive(Args, Debug)]
@@ -186,15 +197,57 @@ struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+struct TraceCmd {
+    #[command(subcommand)]
+    sub: Option<TraceSub>,
+    #[command(flatten)]
+    generate: TraceArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum TraceSub {
+    /// Convert a trace into our format: Meta's kvcache CSV (CacheLib), Twitter's
+    /// cache-trace CSV, libCacheSim's oracleGeneral binary, or our CSV/binary.
+    Convert(ConvertArgs),
+    /// Describe a trace in our format: requests per op, distinct keys, value sizes.
+    Stats {
+        /// The trace (our CSV or binary form).
+        file: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+struct ConvertArgs {
+    /// Input format: meta, twitter, oracle, csv or bin.
+    #[arg(long)]
+    from: String,
+    /// The input file.
+    input: PathBuf,
+    /// The output file.
+    #[arg(long)]
+    out: PathBuf,
+    /// Output form: csv or bin.
+    #[arg(long, default_value = "csv")]
+    format: String,
+    /// Key size for formats without one (oracle).
+    #[arg(long, default_value_t = 16)]
+    key_size: usize,
+}
+
+#[derive(Args, Debug)]
 struct TraceArgs {
     #[command(flatten)]
     workload: WorkloadArgs,
     /// Which phase's operations: load or run.
     #[arg(long, default_value = "run")]
     phase: String,
-    /// The CSV file to write ("-" for standard output).
-    #[arg(long)]
-    out: PathBuf,
+    /// The file to write ("-" for standard output).
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
+    /// Output form: csv or bin.
+    #[arg(long, default_value = "csv")]
+    format: String,
 }
 
 /// YCSB spells some long options with one dash.
@@ -404,6 +457,7 @@ fn wipe_engine_dir(engine: &str, dir: &Path) -> Result<(), String> {
 }
 
 struct Session {
+    replay: Option<Replay>,
     device_result: Option<PathBuf>,
     name: String,
     props: Properties,
@@ -482,41 +536,80 @@ fn run_engine(
         .insert("open_seconds".into(), format!("{open_s:.3}"));
     let (do_load, do_run) = phases;
     let mut out = std::io::stdout();
-    if do_load {
+    // Runs a phase between two readings of the engine's counters, adds the device
+    // ceiling, prints the summary and keeps the result.
+    let mut phase = |report: &mut RunReport, f: &dyn Fn() -> runner::PhaseResult| {
         let before = engine.counters();
-        let mut r = runner::load(engine.clone(), s.workload.clone(), &drive, &ctx);
+        let mut r = f();
         r.ceiling = roofline
             .as_ref()
             .and_then(|(p, d)| runner::ceiling(&r, p, d));
-        let phase = PhaseReport {
+        let ph = PhaseReport {
             result: r,
             counters_before: report::counters_map(&before),
             counters_after: report::counters_map(&engine.counters()),
         };
-        let _ = write!(out, "{}", report::summary(&report, &phase));
-        report.phases.push(phase);
-    }
-    if do_run {
-        if !do_load && engine_name != "null" {
-            let first = s.workload.key(s.workload.insertstart);
-            if let Ok(None) = engine.get(first.as_bytes()) {
-                eprintln!(
-                    "warning: the first record ({first}) is missing from {engine_name}: load the data first (`ycsb load` with the same workload) or pass --load"
-                );
-            }
+        let _ = write!(out, "{}", report::summary(report, &ph));
+        report.phases.push(ph);
+    };
+    if let Some(rp) = &s.replay {
+        report.workload_resolved = std::collections::BTreeMap::from([
+            ("trace".to_string(), rp.file.display().to_string()),
+            ("trace_contents".to_string(), rp.description.clone()),
+            (
+                "preloaded_keys".to_string(),
+                format!(
+                    "{} keys read before written, loaded first",
+                    rp.preload.len()
+                ),
+            ),
+            (
+                "timing".to_string(),
+                rp.speed.map_or("closed loop".to_string(), |sp| {
+                    format!("recorded times / {sp}")
+                }),
+            ),
+            (
+                "unknown_ops_skipped".to_string(),
+                format!("{:?}", rp.unknown_ops),
+            ),
+        ]);
+        if !rp.preload.is_empty() {
+            let items = rp.preload.clone();
+            phase(&mut report, &|| {
+                runner::load_items(
+                    engine.clone(),
+                    items.len() as u64,
+                    |_| (),
+                    |_, i| items[i as usize].clone(),
+                    &drive,
+                    &ctx,
+                    "load",
+                )
+            });
         }
-        let before = engine.counters();
-        let mut r = runner::run(engine.clone(), s.workload.clone(), &drive, &ctx);
-        r.ceiling = roofline
-            .as_ref()
-            .and_then(|(p, d)| runner::ceiling(&r, p, d));
-        let phase = PhaseReport {
-            result: r,
-            counters_before: report::counters_map(&before),
-            counters_after: report::counters_map(&engine.counters()),
-        };
-        let _ = write!(out, "{}", report::summary(&report, &phase));
-        report.phases.push(phase);
+        phase(&mut report, &|| {
+            runner::replay(engine.clone(), rp.ops.clone(), &drive, &ctx)
+        });
+    } else {
+        if do_load {
+            phase(&mut report, &|| {
+                runner::load(engine.clone(), s.workload.clone(), &drive, &ctx)
+            });
+        }
+        if do_run {
+            if !do_load && engine_name != "null" {
+                let first = s.workload.key(s.workload.insertstart);
+                if let Ok(None) = engine.get(first.as_bytes()) {
+                    eprintln!(
+                        "warning: the first record ({first}) is missing from {engine_name}: load the data first (`ycsb load` with the same workload) or pass --load"
+                    );
+                }
+            }
+            phase(&mut report, &|| {
+                runner::run(engine.clone(), s.workload.clone(), &drive, &ctx)
+            });
+        }
     }
     engine
         .close()
@@ -530,6 +623,7 @@ fn session(w: &WorkloadArgs, d: &DriveArgs, engines_for_props: &[&str]) -> Resul
     let workload = Arc::new(Workload::from_properties(&props)?);
     let drive = driving(d, &props, w.seed)?;
     Ok(Session {
+        replay: None,
         device_result: d.device_result.clone(),
         name,
         props,
@@ -558,6 +652,69 @@ fn cmd_phase(a: &PhaseArgs, phases: (bool, bool)) -> Result<(), String> {
     let errors: u64 = report.phases.iter().map(|p| p.result.errors).sum();
     if errors > 0 {
         eprintln!("warning: {errors} operations failed; see the Return= lines");
+    }
+    Ok(())
+}
+
+/// A trace to replay, prepared once.
+struct Replay {
+    file: PathBuf,
+    ops: Arc<Vec<crate::workload::Op>>,
+    preload: Arc<Vec<(String, usize)>>,
+    description: String,
+    unknown_ops: std::collections::BTreeMap<String, u64>,
+    speed: Option<f64>,
+}
+
+fn cmd_replay(a: &RunArgs) -> Result<(), String> {
+    let file = a.trace.clone().expect("checked by the caller");
+    if let Some(sp) = a.speed
+        && !(sp.is_finite() && sp > 0.0)
+    {
+        return Err(format!("--speed must be a positive factor, got {sp}"));
+    }
+    let t = crate::trace::read(&file)?;
+    if t.records.is_empty() {
+        return Err(format!(
+            "{} holds no request this testbed can replay",
+            file.display()
+        ));
+    }
+    let replay = Replay {
+        description: crate::trace::describe(&t.records),
+        preload: Arc::new(crate::trace::preload_set(&t.records, a.default_value_size)),
+        ops: Arc::new(crate::trace::to_ops(
+            &t.records,
+            a.speed,
+            a.default_value_size,
+        )),
+        unknown_ops: t.unknown_ops,
+        speed: a.speed,
+        file,
+    };
+    for (op, n) in &replay.unknown_ops {
+        eprintln!("warning: {n} requests with op '{op}' are not replayed");
+    }
+    let mut w = a.phase.workload.clone();
+    if w.workload.is_none() && w.property_files.is_empty() {
+        // engine options may still come with -p; the workload itself is the trace
+        w.workload = Some("C".into());
+    }
+    let mut s = session(&w, &a.phase.drive, engines::ALL)?;
+    s.name = format!("trace:{}", replay.file.display());
+    s.replay = Some(replay);
+    let mem = memory(&a.phase.drive)?;
+    let report = run_engine(
+        &s,
+        &a.phase.engine,
+        &a.phase.drive.data,
+        mem,
+        a.phase.fresh,
+        (true, true),
+    )?;
+    if let Some(out) = &a.phase.out {
+        report.write(out)?;
+        eprintln!("result written to {}", out.display());
     }
     Ok(())
 }
@@ -742,20 +899,30 @@ fn cmd_device(a: &DeviceArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
-    let (_name, props) = resolve_properties(&a.workload)?;
-    warn_unknown(&props, engines::ALL);
-    let w = Arc::new(Workload::from_properties(&props)?);
-    let mut sink: Box<dyn Write> = if a.out.as_os_str() == "-" {
+fn write_trace(records: &[crate::trace::Record], out: &Path, format: &str) -> Result<(), String> {
+    let mut sink: Box<dyn Write> = if out.as_os_str() == "-" {
         Box::new(std::io::BufWriter::new(std::io::stdout()))
     } else {
         Box::new(std::io::BufWriter::new(
-            std::fs::File::create(&a.out)
-                .map_err(|e| format!("cannot create {}: {e}", a.out.display()))?,
+            std::fs::File::create(out)
+                .map_err(|e| format!("cannot create {}: {e}", out.display()))?,
         ))
     };
-    let io = |e: std::io::Error| format!("writing the trace: {e}");
-    writeln!(sink, "time_us,op,key,key_size,value_size,scan_length").map_err(io)?;
+    let r = match format {
+        "csv" => crate::trace::write_csv(records, &mut sink),
+        "bin" => crate::trace::write_bin(records, &mut sink),
+        other => return Err(format!("--format: expected csv or bin, got '{other}'")),
+    };
+    r.and_then(|()| sink.flush())
+        .map_err(|e| format!("writing {}: {e}", out.display()))
+}
+
+fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
+    use crate::trace::{Record, TraceOp};
+    let (_name, props) = resolve_properties(&a.workload)?;
+    warn_unknown(&props, engines::ALL);
+    let w = Arc::new(Workload::from_properties(&props)?);
+    let mut records = Vec::new();
     match a.phase.as_str() {
         "load" => {
             let mut stream = OpStream::new(
@@ -765,9 +932,14 @@ fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
                 1_000_000,
             );
             for n in w.insertstart..w.insertstart + w.insertcount {
-                let k = w.key(n);
-                writeln!(sink, "0,PUT,{k},{},{},0", k.len(), stream.value_len_for(n))
-                    .map_err(io)?;
+                let len = stream.value_len_for(n);
+                records.push(Record {
+                    time_us: 0,
+                    op: TraceOp::Put,
+                    key: w.key(n),
+                    value_size: len as u32,
+                    scan_len: 0,
+                });
             }
         }
         "run" => {
@@ -783,21 +955,55 @@ fn cmd_trace(a: &TraceArgs) -> Result<(), String> {
                 if op.kind == OpKind::Insert {
                     stream.acknowledge_insert(op.keynum)?;
                 }
-                writeln!(
-                    sink,
-                    "0,{},{},{},{},{}",
-                    op.kind.trace_name(),
-                    op.key,
-                    op.key.len(),
-                    op.value_len,
-                    op.scan_len
-                )
-                .map_err(io)?;
+                let top = match op.kind {
+                    OpKind::Read => TraceOp::Get,
+                    OpKind::Insert | OpKind::Update => TraceOp::Put,
+                    OpKind::Scan => TraceOp::Scan,
+                    OpKind::ReadModifyWrite => TraceOp::Rmw,
+                    OpKind::Delete => TraceOp::Delete,
+                };
+                records.push(Record {
+                    time_us: 0,
+                    op: top,
+                    key: op.key,
+                    value_size: op.value_len as u32,
+                    scan_len: op.scan_len as u32,
+                });
             }
         }
         other => return Err(format!("--phase: expected load or run, got '{other}'")),
     }
-    sink.flush().map_err(io)
+    write_trace(
+        &records,
+        a.out.as_deref().unwrap_or(Path::new("-")),
+        &a.format,
+    )
+}
+
+fn cmd_convert(c: &ConvertArgs) -> Result<(), String> {
+    use crate::trace;
+    let t = match c.from.as_str() {
+        "meta" => trace::convert_meta(&c.input)?,
+        "twitter" => trace::convert_twitter(&c.input)?,
+        "oracle" => trace::convert_oracle(&c.input, c.key_size)?,
+        "csv" => trace::read_csv(&c.input)?,
+        "bin" => trace::read_bin(&c.input)?,
+        other => {
+            return Err(format!(
+                "--from: expected meta, twitter, oracle, csv or bin, got '{other}'"
+            ));
+        }
+    };
+    write_trace(&t.records, &c.out, &c.format)?;
+    eprintln!(
+        "converted {}: {}",
+        c.input.display(),
+        trace::describe(&t.records)
+    );
+    for (op, n) in &t.unknown_ops {
+        eprintln!("warning: {n} requests with op '{op}' have no equivalent and were left out");
+    }
+    Ok(())
 }
 
 /// Entry point; returns the process exit code.
@@ -812,9 +1018,19 @@ pub fn main() -> i32 {
     };
     let r = match &cli.cmd {
         Cmd::Load(a) => cmd_phase(a, (true, false)),
+        Cmd::Run(a) if a.trace.is_some() => cmd_replay(a),
         Cmd::Run(a) => cmd_phase(&a.phase, (a.load, true)),
         Cmd::Compare(a) => cmd_compare(a),
-        Cmd::Trace(a) => cmd_trace(a),
+        Cmd::Trace(t) => match &t.sub {
+            Some(TraceSub::Convert(c)) => cmd_convert(c),
+            Some(TraceSub::Stats { file }) => crate::trace::read(file).map(|t| {
+                println!("{}", crate::trace::describe(&t.records));
+                for (op, n) in &t.unknown_ops {
+                    println!("unknown op {op}: {n} requests (not replayed)");
+                }
+            }),
+            None => cmd_trace(&t.generate),
+        },
         Cmd::Device(a) => cmd_device(a),
         Cmd::Engines => {
             for e in engines::ALL {

@@ -12,5 +12,6 @@ pub mod props;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod trace;
 pub mod value;
 pub mod workload;

@@ -10,7 +10,7 @@ use crate::workload::{Op, OpKind, OpStream, Workload};
 use kvapi::{AsyncEngine, Engine, Reply, Request};
 use serde::Serialize;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -431,6 +431,37 @@ impl Mark {
 /// Inserts the workload's records (`insertstart .. insertstart + insertcount`) with
 /// value version 0.
 pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> PhaseResult {
+    let (start, seed) = (w.insertstart, d.seed);
+    load_items(
+        engine,
+        w.insertcount as u64,
+        |t| OpStream::new(w.clone(), Arc::new(AckCounter::new(0)), seed, 1_000_000 + t),
+        |stream, i| {
+            let n = start + i as i64;
+            (w.key(n), stream.value_len_for(n))
+        },
+        d,
+        ctx,
+        "load",
+    )
+}
+
+/// Inserts `count` items, item `i` given by `item` with per-thread state from `init`
+/// (called with the thread's index), through the driving mode of `d`. Values are
+/// version 0 of their key.
+pub fn load_items<S, I, F>(
+    engine: Arc<dyn Engine>,
+    count: u64,
+    init: I,
+    item: F,
+    d: &Driving,
+    ctx: &Ctx,
+    phase: &str,
+) -> PhaseResult
+where
+    I: Fn(u64) -> S + Sync,
+    F: Fn(&mut S, u64) -> (String, usize) + Sync,
+{
     let start = Instant::now();
     let p = Phase {
         start,
@@ -439,25 +470,28 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
         stop: AtomicBool::new(false),
     };
     let tick: Tick = if ctx.progress {
-        progress("load", Some(w.insertcount as u64))
+        progress(phase, Some(count))
     } else {
         Box::new(|_| {})
     };
     let sampler = Sampler::start(start, start, ctx.device.clone(), tick);
     let mark0 = Snapshot::take(ctx.device.as_deref());
-    let next = Arc::new(AtomicI64::new(w.insertstart));
-    let end_key = w.insertstart + w.insertcount;
+    let next = AtomicU64::new(0);
     let rec = if let Some(qd) = d.queue_depth {
         let (a, _) = kvapi::async_path(engine.clone(), qd);
-        let mut stream = OpStream::new(w.clone(), Arc::new(AckCounter::new(0)), d.seed, u64::MAX);
+        let mut state = init(u64::MAX);
         let mut ops = std::iter::from_fn(|| {
-            let n = next.fetch_add(1, Ordering::Relaxed);
-            (n < end_key).then(|| Op {
-                kind: OpKind::Insert,
-                keynum: n,
-                key: w.key(n),
-                value_len: stream.value_len_for(n),
-                scan_len: 0,
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            (i < count).then(|| {
+                let (key, value_len) = item(&mut state, i);
+                Op {
+                    kind: OpKind::Insert,
+                    keynum: -1,
+                    key,
+                    value_len,
+                    scan_len: 0,
+                    at: None,
+                }
             })
         });
         run_async(
@@ -467,33 +501,26 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
             None,
             &p,
             sampler.slot(),
-            w.dataintegrity,
+            false,
             None,
             None,
         )
     } else {
         let recs: Vec<Recorder> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..d.threads)
+            let handles: Vec<_> = (0..d.threads.max(1))
                 .map(|t| {
-                    let (engine, w, next, slot) =
-                        (engine.clone(), w.clone(), next.clone(), sampler.slot());
-                    let p = &p;
+                    let (engine, slot) = (engine.clone(), sampler.slot());
+                    let (p, next, init, item) = (&p, &next, &init, &item);
                     s.spawn(move || {
                         let mut rec = Recorder::new(slot, p.measure_from);
-                        let mut stream = OpStream::new(
-                            w.clone(),
-                            Arc::new(AckCounter::new(0)),
-                            d.seed,
-                            1_000_000 + t as u64,
-                        );
+                        let mut state = init(t as u64);
                         let mut buf = Vec::new();
                         loop {
-                            let n = next.fetch_add(1, Ordering::Relaxed);
-                            if n >= end_key {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            if i >= count {
                                 break;
                             }
-                            let key = w.key(n);
-                            let len = stream.value_len_for(n);
+                            let (key, len) = item(&mut state, i);
                             value::make_into(key.as_bytes(), 0, len, &mut buf);
                             let t0 = Instant::now();
                             let r = engine.insert(key.as_bytes(), &buf);
@@ -513,7 +540,93 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
         merge(recs)
     };
     let end = Instant::now();
-    finish("load", &p, rec, sampler, Some(mark0), ctx, end)
+    finish(phase, &p, rec, sampler, Some(mark0), ctx, end)
+}
+
+/// Replays operations (a trace) against the engine: closed loop from N threads that
+/// take the next operation in trace order, or asynchronously with a queue depth. An
+/// operation that carries a scheduled time (`at`, a timed replay) is not started
+/// before it, and its intended latency counts from it.
+pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx) -> PhaseResult {
+    let start = Instant::now();
+    let warm = Duration::from_secs_f64(d.warmup_s);
+    let p = Phase {
+        start,
+        measure_from: start + warm,
+        deadline: d
+            .max_time_s
+            .map(|s| start + warm + Duration::from_secs_f64(s)),
+        stop: AtomicBool::new(false),
+    };
+    let tick: Tick = if ctx.progress {
+        progress("replay", Some(ops.len() as u64))
+    } else {
+        Box::new(|_| {})
+    };
+    let sampler = Sampler::start(start, p.measure_from, ctx.device.clone(), tick);
+    let mark = Mark::new(p.measure_from, ctx.device.clone());
+    let rec = if let Some(qd) = d.queue_depth {
+        let (a, _) = kvapi::async_path(engine.clone(), qd);
+        let mut it = ops.iter().cloned();
+        run_async(
+            a.as_ref(),
+            &mut it,
+            qd,
+            None,
+            &p,
+            sampler.slot(),
+            false,
+            None,
+            Some(&mark),
+        )
+    } else {
+        let next = AtomicU64::new(0);
+        let recs: Vec<Recorder> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..d.threads.max(1))
+                .map(|t| {
+                    let (engine, slot, ops) = (engine.clone(), sampler.slot(), ops.clone());
+                    let (p, next, mark) = (&p, &next, &mark);
+                    s.spawn(move || {
+                        let mut rec = Recorder::new(slot, p.measure_from);
+                        let mut versions = Versions::new(t);
+                        let mut buf = Vec::new();
+                        while !p.over() {
+                            let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                            let Some(op) = ops.get(i) else { break };
+                            let intended = op.at.map(|at| p.start + at);
+                            if let Some(due) = intended {
+                                let now = Instant::now();
+                                if due > now {
+                                    std::thread::sleep(due - now);
+                                }
+                            }
+                            exec_blocking(
+                                engine.as_ref(),
+                                op,
+                                &mut versions,
+                                &mut buf,
+                                false,
+                                &mut rec,
+                                intended,
+                            );
+                            if i.is_multiple_of(256) {
+                                mark.poll();
+                            }
+                        }
+                        rec
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("replay thread panicked"))
+                .collect()
+        });
+        merge(recs)
+    };
+    let end = Instant::now();
+    mark.poll();
+    finish("run", &p, rec, sampler, mark.get(), ctx, end)
 }
 
 fn merge(mut recs: Vec<Recorder>) -> Recorder {
@@ -707,6 +820,7 @@ fn run_async(
     let mut versions = Versions::new(usize::MAX >> 24);
     let mut arrivals = target.map(|(r, poisson)| Arrivals::new(p.start, r, poisson, 0, 0));
     let mut exhausted = false;
+    let mut pending: Option<Op> = None;
     let submit = |op: &Op, stage: Stage, intended: Option<Instant>, version: u64| {
         let tx = tx.clone();
         let req = request_for(op, version, matches!(stage, Stage::RmwRead));
@@ -734,19 +848,24 @@ fn run_async(
                 exhausted = true;
                 break;
             }
-            let intended = arrivals.as_ref().map(Arrivals::peek);
+            let Some(op) = pending.take().or_else(|| ops.next()) else {
+                exhausted = true;
+                break;
+            };
+            // a trace's own schedule, else the target rate's
+            let intended = match op.at {
+                Some(at) => Some(p.start + at),
+                None => arrivals.as_ref().map(Arrivals::peek),
+            };
             if let Some(due) = intended
                 && due > Instant::now()
             {
                 if in_flight > 0 {
+                    pending = Some(op);
                     break; // handle completions while waiting
                 }
                 std::thread::sleep(due - Instant::now());
             }
-            let Some(op) = ops.next() else {
-                exhausted = true;
-                break;
-            };
             if let Some(a) = arrivals.as_mut() {
                 a.advance();
             }
@@ -761,7 +880,7 @@ fn run_async(
         if in_flight == 0 && exhausted {
             break;
         }
-        let wait = if exhausted || arrivals.is_none() {
+        let wait = if exhausted || (arrivals.is_none() && pending.is_none()) {
             rx.recv().ok()
         } else {
             rx.recv_timeout(Duration::from_micros(200)).ok()
@@ -798,6 +917,7 @@ fn run_async(
                         key: done.key.clone(),
                         value_len: done.value_len,
                         scan_len: 0,
+                        at: None,
                     };
                     // keep the RMW's original start in `intended` position via a stage
                     let first_start = done.start;

@@ -451,6 +451,8 @@ pub struct Op {
     pub key: String,
     pub value_len: usize,
     pub scan_len: usize,
+    /// When to issue it, from the start of the phase (a timed trace replay).
+    pub at: Option<std::time::Duration>,
 }
 
 /// A seeded source of operations for one client thread (or one injector).
@@ -530,6 +532,7 @@ impl OpStream {
             key: self.w.key(keynum),
             value_len,
             scan_len,
+            at: None,
         }
     }
 

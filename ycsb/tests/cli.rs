@@ -635,3 +635,187 @@ fn compare_repeats_alternate_and_report_spread() {
         assert!(t.0.join("out").join(f).is_file(), "{f}");
     }
 }
+
+#[test]
+fn production_workloads_run_with_their_mix_and_sizes() {
+    let t = Tmp::new("prod");
+    let out = t.s("p.csv");
+    let o = ycsb(&[
+        "trace",
+        "-w",
+        "production1",
+        "-p",
+        "recordcount=10000",
+        "-p",
+        "operationcount=20000",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let share = |op: &str| rows.iter().filter(|r| r[1] == op).count() as f64 / rows.len() as f64;
+    assert!(
+        (share("PUT") - 0.57).abs() < 0.02
+            && (share("GET") - 0.41).abs() < 0.02
+            && (share("SCAN") - 0.02).abs() < 0.01
+    );
+    // 81% of accesses fall in 28.8%..62.88% of the key space
+    let keynum = |r: &Vec<&str>| r[2][4..].parse::<u64>().unwrap();
+    let hot = rows
+        .iter()
+        .filter(|r| (2880..6288).contains(&keynum(r)))
+        .count() as f64
+        / rows.len() as f64;
+    assert!((hot - 0.8117).abs() < 0.02, "{hot}");
+    // value sizes follow the key's rank
+    for r in rows.iter().filter(|r| r[1] == "PUT") {
+        let want = match keynum(r) * 100 / 10_000 {
+            0 => "100",
+            1..=81 => "400",
+            82..=97 => "1024",
+            _ => "4096",
+        };
+        assert_eq!(r[4], want, "{r:?}");
+    }
+    let o = ycsb(&[
+        "run",
+        "-w",
+        "production2",
+        "--engine",
+        "sled",
+        "--load",
+        "--data",
+        &t.s("data"),
+        "-p",
+        "recordcount=2000",
+        "-p",
+        "operationcount=2000",
+        "-p",
+        "dataintegrity=true",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert_eq!(
+        metric(&s, "READ", "Return=OK"),
+        metric(&s, "READ", "Operations"),
+        "{s}"
+    );
+    assert!(metric(&s, "SCAN", "Operations").unwrap() > 0.0);
+    assert_clean_error(
+        &ycsb(&[
+            "run",
+            "-w",
+            "production2",
+            "--engine",
+            "null",
+            "-p",
+            "production2.thresholds=sideways",
+        ]),
+        "production2.thresholds",
+    );
+}
+
+#[test]
+fn meta_trace_converts_and_replays() {
+    let t = Tmp::new("replay");
+    let sample =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/meta-kvcache-sample.csv");
+    let csv = t.s("meta.csv");
+    let bin = t.s("meta.bin");
+    let o = ycsb(&[
+        "trace",
+        "convert",
+        "--from",
+        "meta",
+        sample.to_str().unwrap(),
+        "--out",
+        &csv,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("691 requests"), "{}", stderr(&o));
+    let o = ycsb(&[
+        "trace", "convert", "--from", "csv", &csv, "--out", &bin, "--format", "bin",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::metadata(&bin).unwrap().len(), 32 + 691 * 32);
+    let data_dir = t.s("data");
+    for (file, extra) in [
+        (&csv, vec![]),
+        (&bin, vec!["--qd", "4", "--speed", "100000"]),
+    ] {
+        let out = t.s("r.json");
+        let mut args = vec![
+            "run",
+            "--trace",
+            file.as_str(),
+            "--engine",
+            "sled",
+            "--fresh",
+            "--data",
+            &data_dir,
+            "--out",
+            &out,
+            "--quiet",
+        ];
+        args.extend(extra);
+        let o = ycsb(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let s = stdout(&o);
+        assert_eq!(metric(&s, "READ", "Operations"), Some(678.0), "{s}");
+        assert_eq!(metric(&s, "UPDATE", "Operations"), Some(10.0), "{s}");
+        assert_eq!(metric(&s, "DELETE", "Operations"), Some(3.0), "{s}");
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert!(
+            j["workload_resolved"]["preloaded_keys"]
+                .as_str()
+                .unwrap()
+                .starts_with("43 keys")
+        );
+    }
+    // a closed-loop replay of one thread finds every key it reads
+    let o = ycsb(&[
+        "run",
+        "--trace",
+        &csv,
+        "--engine",
+        "sled",
+        "--fresh",
+        "--data",
+        &t.s("data"),
+        "--quiet",
+    ]);
+    assert_eq!(metric(&stdout(&o), "READ", "Return=OK"), Some(678.0));
+    // bad traces
+    let bad = t.s("bad.csv");
+    std::fs::write(
+        &bad,
+        "time_us,op,key,key_size,value_size,scan_length\n0,GET,a,1,x,0\n",
+    )
+    .unwrap();
+    assert_clean_error(
+        &ycsb(&["run", "--trace", &bad, "--engine", "null"]),
+        "line 2",
+    );
+    std::fs::write(&bad, "").unwrap();
+    assert_clean_error(
+        &ycsb(&["run", "--trace", &bad, "--engine", "null"]),
+        "empty",
+    );
+    let data = std::fs::read(&bin).unwrap();
+    std::fs::write(&bad, &data[..100]).unwrap();
+    assert_clean_error(
+        &ycsb(&["run", "--trace", &bad, "--engine", "null"]),
+        "truncated",
+    );
+    assert_clean_error(
+        &ycsb(&["trace", "convert", "--from", "nosuch", &csv, "--out", &bad]),
+        "--from",
+    );
+}
