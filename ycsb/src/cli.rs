@@ -52,8 +52,57 @@ enum Cmd {
     /// read, write and mixed IOPS at several queue depths, and sequential bandwidth;
     /// runs then state the ceiling for their I/O mix and the fraction reached.
     Device(DeviceArgs),
+    /// Durability audit: kill a writing child with SIGKILL at random moments, reopen,
+    /// and check every acknowledged write (and the recovery time).
+    Crash(CrashArgs),
+    /// The writer `ycsb crash` starts and kills (not for direct use).
+    #[command(hide = true)]
+    CrashChild(CrashChildArgs),
     /// List the engines of this build.
     Engines,
+}
+
+#[derive(Args, Debug)]
+struct CrashArgs {
+    /// Engine to audit.
+    #[arg(long)]
+    engine: String,
+    /// Kill-and-recover cycles.
+    #[arg(long, default_value_t = 10)]
+    cycles: u64,
+    /// Distinct keys written (small, so keys are overwritten and deleted often).
+    #[arg(long, default_value_t = 500)]
+    keys: u64,
+    /// The child is killed between these many milliseconds after its engine opened.
+    #[arg(long, value_delimiter = ',', default_value = "50,400")]
+    kill_after_ms: Vec<u64>,
+    /// Engine options, <engine>.<option>=value (repeatable).
+    #[arg(short = 'p', value_name = "KEY=VALUE")]
+    props: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Root of the data directory (the engine's is <data>/crash-<engine>, wiped first).
+    #[arg(long, default_value = "data")]
+    data: PathBuf,
+    /// Write the JSON result here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct CrashChildArgs {
+    #[arg(long)]
+    engine: String,
+    #[arg(long)]
+    data: PathBuf,
+    #[arg(long)]
+    keys: u64,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long)]
+    cycle: u64,
+    #[arg(short = 'p')]
+    props: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -656,6 +705,149 @@ fn cmd_phase(a: &PhaseArgs, phases: (bool, bool)) -> Result<(), String> {
     Ok(())
 }
 
+fn crash_props(props: &[String]) -> Result<Properties, String> {
+    let mut p = Properties::new();
+    for o in props {
+        props::set_override(o, &mut p)?;
+    }
+    Ok(p)
+}
+
+fn cmd_crash_child(a: &CrashChildArgs) -> Result<(), String> {
+    let p = crash_props(&a.props)?;
+    let engine = engines::open(&a.engine, &engines::options(&a.engine, &p, &a.data, None))?;
+    crate::crash::child(engine, a.keys, a.seed, a.cycle)
+}
+
+fn cmd_crash(a: &CrashArgs) -> Result<(), String> {
+    if !engines::is_built(&a.engine) || a.engine == "null" {
+        return Err(format!(
+            "unknown, unbuilt or stateless engine '{}' (auditable: {})",
+            a.engine,
+            engines::built()
+                .iter()
+                .filter(|e| **e != "null")
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if a.kill_after_ms.len() != 2
+        || a.kill_after_ms[0] > a.kill_after_ms[1]
+        || a.cycles == 0
+        || a.keys == 0
+    {
+        return Err(
+            "--kill-after-ms takes MIN,MAX with MIN <= MAX; --cycles and --keys must be positive"
+                .into(),
+        );
+    }
+    let p = crash_props(&a.props)?;
+    let root = a.data.join(format!("crash-{}", a.engine));
+    let dir = root.join(&a.engine);
+    wipe_engine_dir(&a.engine, &dir)?;
+    let opts = || engines::options(&a.engine, &p, &root, None);
+    let engine = engines::open(&a.engine, &opts())?;
+    let info = engine.info();
+    engine.close().map_err(|e| e.to_string())?;
+    drop(engine);
+    let exe = std::env::current_exe().map_err(|e| format!("locating ycsb: {e}"))?;
+    let spawn = |cycle: u64| {
+        let mut c = std::process::Command::new(&exe);
+        c.arg("crash-child")
+            .arg("--engine")
+            .arg(&a.engine)
+            .arg("--data")
+            .arg(&root);
+        c.arg("--keys")
+            .arg(a.keys.to_string())
+            .arg("--seed")
+            .arg(a.seed.to_string())
+            .arg("--cycle")
+            .arg(cycle.to_string());
+        for o in &a.props {
+            c.arg("-p").arg(o);
+        }
+        c
+    };
+    let open =
+        || engines::open(&a.engine, &opts()).map_err(|e| format!("reopening after a kill: {e}"));
+    eprintln!(
+        "auditing {} ({} class: {}), {} cycles",
+        a.engine, info.durability, info.durability_setting, a.cycles
+    );
+    let cycles = crate::crash::audit(
+        a.cycles,
+        a.seed,
+        (a.kill_after_ms[0], a.kill_after_ms[1]),
+        &spawn,
+        &open,
+    )?;
+    let sum = |f: fn(&crate::crash::Cycle) -> u64| cycles.iter().map(f).sum::<u64>();
+    let (acked, lost, corrupt) = (sum(|c| c.acknowledged), sum(|c| c.lost), sum(|c| c.corrupt));
+    let mut rec: Vec<f64> = cycles.iter().map(|c| c.recovery_s).collect();
+    rec.sort_by(f64::total_cmp);
+    let (p50, max) = (rec[rec.len() / 2], rec[rec.len() - 1]);
+    println!(
+        "engine    durability  cycles  acknowledged  keys checked  lost  corrupt  recovery p50  recovery max"
+    );
+    println!(
+        "{:<9} {:<11} {:>6} {:>13} {:>13} {:>5} {:>8} {:>11.3}s {:>12.3}s",
+        a.engine,
+        info.durability,
+        a.cycles,
+        acked,
+        sum(|c| c.keys_checked),
+        lost,
+        corrupt,
+        p50,
+        max
+    );
+    for c in cycles.iter().filter(|c| !c.problems.is_empty()).take(3) {
+        for pr in &c.problems {
+            println!("  cycle {}: {pr}", c.cycle);
+        }
+    }
+    if let Some(out) = &a.out {
+        let j = serde_json::json!({
+            "kind": "crash",
+            "command": std::env::args().collect::<Vec<_>>(),
+            "machine": Machine::describe(Some(&root)),
+            "engine": EngineReport::from_info(&info),
+            "cycles": cycles,
+            "acknowledged": acked, "lost": lost, "corrupt": corrupt,
+            "recovery_p50_s": p50, "recovery_max_s": max,
+        });
+        if let Some(d) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+        }
+        std::fs::write(
+            out,
+            serde_json::to_string_pretty(&j).map_err(|e| e.to_string())? + "\n",
+        )
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    if corrupt > 0 {
+        return Err(format!(
+            "{corrupt} keys held values that were never written or fail their checks"
+        ));
+    }
+    if lost > 0 {
+        if info.durability >= kvapi::Durability::Process {
+            return Err(format!(
+                "PROMISE BROKEN: {lost} acknowledged writes lost although {} promises durability class {}",
+                a.engine, info.durability
+            ));
+        }
+        println!("{lost} acknowledged writes lost: allowed by durability class none");
+    } else {
+        println!("no acknowledged write lost");
+    }
+    Ok(())
+}
+
 /// A trace to replay, prepared once.
 struct Replay {
     file: PathBuf,
@@ -1032,6 +1224,8 @@ pub fn main() -> i32 {
             None => cmd_trace(&t.generate),
         },
         Cmd::Device(a) => cmd_device(a),
+        Cmd::Crash(a) => cmd_crash(a),
+        Cmd::CrashChild(a) => cmd_crash_child(a),
         Cmd::Engines => {
             for e in engines::ALL {
                 println!(

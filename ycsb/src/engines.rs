@@ -10,7 +10,11 @@ pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "null"];
 
 /// Whether this build of the driver includes the engine.
 pub fn is_built(name: &str) -> bool {
-    matches!(name, "sled" | "null")
+    match name {
+        "sled" | "null" | "wal" => true,
+        "rocksdb" => cfg!(feature = "rocksdb"),
+        _ => false,
+    }
 }
 
 /// The engines this build includes.
@@ -37,6 +41,9 @@ pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>, String> {
     let r = match name {
         "null" => baselines::null::open_engine(opts),
         "sled" => baselines::sled_engine::open_engine(opts),
+        "wal" => wal_engine::open_engine(opts),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => rocksdb_engine::open_engine(opts),
         other if ALL.contains(&other) => {
             return Err(format!(
                 "engine '{other}' is not part of this build yet (built: {})",

@@ -2,6 +2,7 @@
 //! measurement, result files and the `ycsb` command line.
 
 pub mod cli;
+pub mod crash;
 pub mod device;
 pub mod engines;
 pub mod generator;

@@ -159,7 +159,11 @@ pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
             c.fraction * 100.0
         );
     }
-    for line in engine_lines(&phase.counters_before, &phase.counters_after) {
+    for line in engine_lines(
+        &phase.counters_before,
+        &phase.counters_after,
+        r.user_write_bytes,
+    ) {
         let _ = writeln!(s, "{line}");
     }
     for o in &r.ops {
@@ -187,10 +191,12 @@ pub fn summary(report: &RunReport, phase: &PhaseReport) -> String {
 
 /// What the engine's counters say about a phase: cache hit ratio, index bytes per
 /// item, and the share of each `phase_ns.*` phase in the engine's accounted time
-/// (the paper's "20% B-tree, 20% I/O, 60% waiting" breakdown).
+/// (the paper's "20% B-tree, 20% I/O, 60% waiting" breakdown); with the bytes the
+/// driver wrote, the engine's own write amplification, and its write stalls.
 pub fn engine_lines(
     before: &BTreeMap<String, Option<u64>>,
     after: &BTreeMap<String, Option<u64>>,
+    user_write_bytes: u64,
 ) -> Vec<String> {
     let delta = |k: &str| -> Option<u64> {
         let a = (*after.get(k)?)?;
@@ -212,6 +218,20 @@ pub fn engine_lines(
         out.push(format!(
             "[ENGINE], IndexBytesPerItem, {:.1}",
             i as f64 / items as f64
+        ));
+    }
+    if let Some(w) = delta("device_bytes_written")
+        && user_write_bytes > 0
+    {
+        out.push(format!(
+            "[ENGINE], WriteAmplification, {:.2}",
+            w as f64 / user_write_bytes as f64
+        ));
+    }
+    if let Some(st) = delta("stall_micros") {
+        out.push(format!(
+            "[ENGINE], WriteStall(ms), {:.1}",
+            st as f64 / 1000.0
         ));
     }
     let phases: Vec<(&str, u64)> = after
@@ -508,7 +528,7 @@ mod tests {
             ("phase_ns.wait", Some(600)),
             ("device_reads", None),
         ]);
-        let lines = engine_lines(&before, &after);
+        let lines = engine_lines(&before, &after, 0);
         assert!(
             lines.contains(&"[ENGINE], CacheHitRatio(%), 75.0".to_string()),
             "{lines:?}"
@@ -525,6 +545,19 @@ mod tests {
             lines.contains(&"[ENGINE], Time.wait(%), 75.0".to_string()),
             "{lines:?}"
         );
-        assert!(engine_lines(&BTreeMap::new(), &BTreeMap::new()).is_empty());
+        assert!(engine_lines(&BTreeMap::new(), &BTreeMap::new(), 0).is_empty());
+        let w = m(&[
+            ("device_bytes_written", Some(3000)),
+            ("stall_micros", Some(2500)),
+        ]);
+        let lines = engine_lines(&BTreeMap::new(), &w, 1000);
+        assert!(
+            lines.contains(&"[ENGINE], WriteAmplification, 3.00".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], WriteStall(ms), 2.5".to_string()),
+            "{lines:?}"
+        );
     }
 }

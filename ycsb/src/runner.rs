@@ -287,11 +287,11 @@ fn exec_blocking(
         OpKind::ReadModifyWrite => {
             let (o, n) = read_outcome(key, &engine.get(key), verify);
             let mid = Instant::now();
-            rec.record(OpKind::Read, intended, start, mid, o.clone());
+            rec.record_part(OpKind::Read, intended, start, mid, o.clone());
             value::make_into(key, versions.take(), op.value_len, buf);
             let r = engine.update(key, buf);
             let end = Instant::now();
-            rec.record(OpKind::Update, None, mid, end, outcome_of(&r));
+            rec.record_part(OpKind::Update, None, mid, end, outcome_of(&r));
             let whole = if matches!(o, Outcome::Ok | Outcome::NotFound) {
                 outcome_of(&r)
             } else {
@@ -909,7 +909,7 @@ fn run_async(
                     }
                 }
                 Stage::RmwRead => {
-                    rec.record(OpKind::Read, done.intended, done.start, done.end, outcome);
+                    rec.record_part(OpKind::Read, done.intended, done.start, done.end, outcome);
                     rec.bytes(done.end, read, 0);
                     let op = Op {
                         kind: OpKind::ReadModifyWrite,
@@ -944,7 +944,7 @@ fn run_async(
                     in_flight += 1;
                 }
                 Stage::RmwUpdate { read_done } => {
-                    rec.record(OpKind::Update, None, read_done, done.end, outcome.clone());
+                    rec.record_part(OpKind::Update, None, read_done, done.end, outcome.clone());
                     rec.bytes(done.end, 0, written);
                     rec.record(
                         OpKind::ReadModifyWrite,

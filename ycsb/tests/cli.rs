@@ -819,3 +819,91 @@ fn meta_trace_converts_and_replays() {
         "--from",
     );
 }
+
+/// (acknowledged, lost, corrupt) from the `ycsb crash` table.
+fn crash_counts(out: &str) -> (u64, u64, u64) {
+    let row = out.lines().nth(1).expect("a result row");
+    let f: Vec<&str> = row.split_whitespace().collect();
+    (
+        f[3].parse().unwrap(),
+        f[5].parse().unwrap(),
+        f[6].parse().unwrap(),
+    )
+}
+
+#[test]
+fn crash_audit_passes_when_every_write_is_flushed() {
+    let t = Tmp::new("crash-sled");
+    let out = t.s("crash.json");
+    let o = ycsb(&[
+        "crash",
+        "--engine",
+        "sled",
+        "-p",
+        "sled.flush=every",
+        "--cycles",
+        "3",
+        "--kill-after-ms",
+        "100,300",
+        "--data",
+        &t.s("data"),
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let (acked, lost, corrupt) = crash_counts(&stdout(&o));
+    assert!(acked > 0, "{}", stdout(&o));
+    assert_eq!((lost, corrupt), (0, 0));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(j["cycles"].as_array().unwrap().len(), 3);
+    assert_eq!(j["engine"]["durability"], "power");
+    assert_clean_error(&ycsb(&["crash", "--engine", "null"]), "stateless");
+    assert_clean_error(
+        &ycsb(&["crash", "--engine", "sled", "--kill-after-ms", "5,1"]),
+        "--kill-after-ms",
+    );
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn crash_audit_catches_lost_writes_without_a_wal_and_passes_with_one() {
+    let t = Tmp::new("crash-rocks");
+    let run = |durability: &str| {
+        ycsb(&[
+            "crash",
+            "--engine",
+            "rocksdb",
+            "-p",
+            &format!("rocksdb.durability={durability}"),
+            "-p",
+            "rocksdb.cache=16M",
+            "--cycles",
+            "2",
+            "--kill-after-ms",
+            "200,400",
+            "--data",
+            &t.s("data"),
+        ])
+    };
+    // WAL disabled: acknowledged writes sit in the memtable and die with the process
+    let o = run("none");
+    assert!(
+        o.status.success(),
+        "class none may lose writes: {}",
+        stderr(&o)
+    );
+    let (acked, lost, _) = crash_counts(&stdout(&o));
+    assert!(
+        acked > 0 && lost > 0,
+        "the audit must catch the lost writes: {}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("allowed by durability class none"));
+    // WAL on (written, not synced): survives SIGKILL
+    let o = run("process");
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let (acked, lost, corrupt) = crash_counts(&stdout(&o));
+    assert!(acked > 0);
+    assert_eq!((lost, corrupt), (0, 0), "{}", stdout(&o));
+}

@@ -1,0 +1,214 @@
+//! Grouped bar charts: categories along x (optionally in labelled groups), one bar
+//! per series in each category, linear or log y.
+
+use super::*;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+
+/// A bar chart: categories along x (optionally in labelled groups), one bar per
+/// series in each category.
+pub(super) struct Bars {
+    pub(super) title: String,
+    pub(super) y_desc: String,
+    pub(super) x_desc: String,
+    /// (label, group index)
+    pub(super) categories: Vec<(String, usize)>,
+    pub(super) group_labels: Vec<String>,
+    pub(super) series: Vec<(String, RGBColor)>,
+    /// `values[category][series]`
+    pub(super) values: Vec<Vec<Option<f64>>>,
+    pub(super) log: bool,
+    /// Fixed y range (log charts sharing one scale); otherwise from the data.
+    pub(super) y_range: Option<(f64, f64)>,
+    pub(super) value_labels: bool,
+    /// A horizontal mark across each category (the device's ceiling), if any.
+    pub(super) marks: Vec<Option<f64>>,
+}
+
+impl Bars {
+    fn positions(&self) -> (Vec<f64>, f64) {
+        let mut xs = Vec::new();
+        let mut x = 0.0;
+        let mut prev = None;
+        for (_, g) in &self.categories {
+            if prev.is_some_and(|p| p != *g) {
+                x += 0.6;
+            }
+            xs.push(x + 0.5);
+            x += 1.0;
+            prev = Some(*g);
+        }
+        (xs, x.max(1.0))
+    }
+
+    pub(super) fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+    ) -> Result<(), String> {
+        let vals: Vec<f64> = self
+            .values
+            .iter()
+            .flatten()
+            .flatten()
+            .chain(self.marks.iter().flatten())
+            .copied()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        let max = vals.iter().copied().fold(0.0, f64::max);
+        let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        if self.log {
+            let (lo, hi) = self
+                .y_range
+                .unwrap_or_else(|| y_log_bounds(min.min(max), max));
+            self.draw_on(area, (lo..hi).log_scale(), lo)
+        } else {
+            let hi = if max > 0.0 { max * 1.15 } else { 1.0 };
+            self.draw_on(area, 0.0..hi, 0.0)
+        }
+    }
+
+    fn draw_on<DB: DrawingBackend, Y>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        y: Y,
+        y_lo: f64,
+    ) -> Result<(), String>
+    where
+        Y: AsRangedCoord<Value = f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let (xs, x_end) = self.positions();
+        let multi_group = self.group_labels.len() > 1;
+        let mut chart = ChartBuilder::on(area)
+            .caption(&self.title, bold(18))
+            .margin(10)
+            .margin_right(20)
+            .x_label_area_size(if multi_group { 74 } else { 52 })
+            .y_label_area_size(78)
+            .build_cartesian_2d(0.0..x_end, y)
+            .map_err(de)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_labels(8)
+            .y_label_formatter(&tick)
+            .y_desc(&self.y_desc)
+            .x_desc(&self.x_desc)
+            .axis_desc_style(font(16))
+            .label_style(font(14))
+            .light_line_style(RGBColor(235, 235, 235))
+            .bold_line_style(RGBColor(215, 215, 215))
+            .draw()
+            .map_err(de)?;
+        let n = self.series.len().max(1) as f64;
+        let bw = 0.8 / n;
+        let px_per_x = chart.plotting_area().dim_in_pixel().0 as f64 / x_end;
+        for (si, (_, colour)) in self.series.iter().enumerate() {
+            let rects: Vec<_> = self
+                .values
+                .iter()
+                .zip(&xs)
+                .filter_map(|(row, &x)| {
+                    let v = row.get(si).copied().flatten()?;
+                    if !(v.is_finite() && v > y_lo) {
+                        return None;
+                    }
+                    let x0 = x - 0.4 + bw * si as f64;
+                    Some(Rectangle::new(
+                        [(x0 + 0.01, y_lo), (x0 + bw - 0.01, v)],
+                        colour.filled(),
+                    ))
+                })
+                .collect();
+            chart.draw_series(rects).map_err(de)?;
+            if self.value_labels {
+                let labels: Vec<_> = self
+                    .values
+                    .iter()
+                    .zip(&xs)
+                    .filter_map(|(row, &x)| {
+                        let v = row.get(si).copied().flatten()?;
+                        if !(v.is_finite() && v > y_lo) {
+                            return None;
+                        }
+                        let xc = x - 0.4 + bw * (si as f64 + 0.5);
+                        Some(
+                            EmptyElement::at((xc, v))
+                                + Text::new(
+                                    human_count(v),
+                                    (0, -3),
+                                    font(13).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                                ),
+                        )
+                    })
+                    .collect();
+                chart.draw_series(labels).map_err(de)?;
+            }
+        }
+        let marks: Vec<_> = self
+            .marks
+            .iter()
+            .zip(&xs)
+            .filter_map(|(m, &x)| {
+                let m = (*m)?;
+                (m.is_finite() && m > y_lo).then(|| {
+                    // over the first series' bar (the run phase)
+                    let (x0, x1) = (x - 0.42, x - 0.38 + bw);
+                    EmptyElement::at(((x0 + x1) / 2.0, m))
+                        + PathElement::new(
+                            [
+                                (-((x1 - x0) * px_per_x / 2.0) as i32, 0),
+                                (((x1 - x0) * px_per_x / 2.0) as i32, 0),
+                            ],
+                            BLACK.stroke_width(3),
+                        )
+                        + Text::new(
+                            format!("ceiling {}", human_count(m)),
+                            (0, -4),
+                            font(13).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                        )
+                })
+            })
+            .collect();
+        chart.draw_series(marks).map_err(de)?;
+        // category labels under the axis, group labels under those
+        let cat_labels: Vec<_> = self
+            .categories
+            .iter()
+            .zip(&xs)
+            .map(|((l, _), &x)| {
+                EmptyElement::at((x, y_lo))
+                    + Text::new(
+                        l.clone(),
+                        (0, 7),
+                        font(15).pos(Pos::new(HPos::Center, VPos::Top)),
+                    )
+            })
+            .collect();
+        chart.draw_series(cat_labels).map_err(de)?;
+        if multi_group {
+            for (gi, gl) in self.group_labels.iter().enumerate() {
+                let gx: Vec<f64> = self
+                    .categories
+                    .iter()
+                    .zip(&xs)
+                    .filter(|((_, g), _)| *g == gi)
+                    .map(|(_, &x)| x)
+                    .collect();
+                if gx.is_empty() {
+                    continue;
+                }
+                let mid = (gx[0] + gx[gx.len() - 1]) / 2.0;
+                chart
+                    .draw_series([EmptyElement::at((mid, y_lo))
+                        + Text::new(
+                            gl.clone(),
+                            (0, 28),
+                            bold(15).pos(Pos::new(HPos::Center, VPos::Top)),
+                        )])
+                    .map_err(de)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,337 @@
+//! The subset of the driver's result file (`ycsb` JSON) that the analysis reads.
+//!
+//! Written against the driver's `RunReport` but deliberately independent of it
+//! (dependencies point one way: driver <- analysis). Every field has a default, so
+//! files from older or newer drivers load; unknown fields are ignored. Only
+//! `engine.name` and `phases` are required: a JSON file without them is not a
+//! result file and is skipped with a warning.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One result file: one engine on one workload.
+#[derive(Clone, Debug, Deserialize)]
+pub struct RunFile {
+    #[serde(default)]
+    pub format: u32,
+    #[serde(default)]
+    pub testbed_version: String,
+    /// The command line that produced the result.
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub started_unix_s: u64,
+    #[serde(default)]
+    pub machine: Machine,
+    pub engine: Engine,
+    #[serde(default)]
+    pub workload: String,
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+    #[serde(default)]
+    pub workload_resolved: BTreeMap<String, String>,
+    #[serde(default)]
+    pub driving: Driving,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Machine {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_bytes: Option<u64>,
+    pub kernel: String,
+    pub os: String,
+    pub disk: Option<Disk>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Disk {
+    pub device: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub size_bytes: Option<u64>,
+    pub filesystem: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Engine {
+    pub name: String,
+    /// `none`, `process` or `power`.
+    #[serde(default)]
+    pub durability: String,
+    #[serde(default)]
+    pub durability_setting: String,
+    #[serde(default)]
+    pub cache_bytes: Option<u64>,
+    #[serde(default)]
+    pub direct_io: Option<bool>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Driving {
+    pub threads: usize,
+    pub queue_depth: Option<usize>,
+    pub target_ops: Option<f64>,
+    pub warmup_s: f64,
+    pub max_time_s: Option<f64>,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Phase {
+    pub phase: String,
+    pub runtime_ms: f64,
+    pub operations: u64,
+    pub throughput_ops_sec: f64,
+    pub errors: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub cpu_us_per_op: f64,
+    pub cpu_user_us_per_op: Option<f64>,
+    pub cpu_sys_us_per_op: Option<f64>,
+    /// The data directory's device over the measured part, where it could be read.
+    pub device: Option<DeviceUse>,
+    /// What the device allows for this phase's I/O mix (from a `ycsb device` result).
+    pub ceiling: Option<Ceiling>,
+    pub ops: Vec<OpSummary>,
+    pub timeline: Vec<Sample>,
+}
+
+/// Device counters over a phase (whole device, from /proc/diskstats).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DeviceUse {
+    pub device: String,
+    /// Fraction of the time the device had I/O in flight.
+    pub utilisation: Option<f64>,
+    pub read_iops: Option<f64>,
+    pub write_iops: Option<f64>,
+    /// Device I/Os per driver operation.
+    pub ios_per_op: Option<f64>,
+    pub read_amplification: Option<f64>,
+    pub write_amplification: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Ceiling {
+    pub ceiling_ops_sec: Option<f64>,
+    /// Measured throughput / ceiling.
+    pub fraction: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct OpSummary {
+    /// YCSB op name (`READ`, `UPDATE`, ...); `Intended-READ` etc. hold the latency
+    /// measured from the intended start (open loop, coordinated omission corrected).
+    pub name: String,
+    pub operations: u64,
+    pub average_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
+    /// Nanoseconds, HdrHistogram V2 deflate serialization, base64 (standard).
+    pub histogram_v2_base64: String,
+}
+
+impl OpSummary {
+    pub fn is_intended(&self) -> bool {
+        self.measure().0 == Measure::Intended
+    }
+}
+
+/// One interval (about a second) of a phase.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Sample {
+    /// Seconds since the phase started, at the end of the interval.
+    pub t: f64,
+    pub warmup: bool,
+    pub total_ops: u64,
+    pub ops_per_sec: f64,
+    pub errors: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// Fraction of the interval the data directory's device was busy.
+    pub dev_util: Option<f64>,
+}
+
+/// What an op summary measures, from its name's prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Measure {
+    /// From the actual start of the operation (`READ`).
+    Service,
+    /// From the intended start under a target rate (`Intended-READ`): coordinated
+    /// omission corrected.
+    Intended,
+    /// Delay between the intended and the actual start (`Queue-READ`).
+    Queue,
+}
+
+impl OpSummary {
+    /// What the summary measures and the op kind it is about.
+    pub fn measure(&self) -> (Measure, &str) {
+        if let Some(b) = self.name.strip_prefix("Intended-") {
+            (Measure::Intended, b)
+        } else if let Some(b) = self.name.strip_prefix("Queue-") {
+            (Measure::Queue, b)
+        } else {
+            (Measure::Service, &self.name)
+        }
+    }
+}
+
+impl RunFile {
+    pub fn phase(&self, name: &str) -> Option<&Phase> {
+        self.phases.iter().find(|p| p.phase == name)
+    }
+
+    pub fn run(&self) -> Option<&Phase> {
+        self.phase("run")
+    }
+
+    pub fn load(&self) -> Option<&Phase> {
+        self.phase("load")
+    }
+
+    /// A property of the workload (`recordcount`, ...), from the resolved values first.
+    pub fn prop(&self, key: &str) -> Option<&str> {
+        self.workload_resolved
+            .get(key)
+            .or_else(|| self.properties.get(key))
+            .map(String::as_str)
+    }
+
+    /// A short name of the workload (`workloada`; a file's stem).
+    pub fn workload_name(&self) -> String {
+        let w = if self.workload.is_empty() {
+            "workload"
+        } else {
+            &self.workload
+        };
+        Path::new(w)
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| w.to_string())
+    }
+}
+
+/// One point of a `ycsb device` probe.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProbePoint {
+    /// `randread`, `randwrite`, `mixed` or `seqread`.
+    pub pattern: String,
+    pub queue_depth: usize,
+    pub block_bytes: usize,
+    pub iops: f64,
+    pub mib_per_s: f64,
+    pub lat_p50_us: f64,
+    pub lat_p99_us: f64,
+}
+
+/// A `ycsb device` result (`"kind": "device"`): what the disk can do.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct DeviceProbe {
+    pub command: Vec<String>,
+    pub machine: Machine,
+    pub fill_mib_per_s: f64,
+    pub points: Vec<ProbePoint>,
+}
+
+/// A result file as loaded, with where it came from.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub path: PathBuf,
+    pub run: RunFile,
+}
+
+/// Result files found under a directory, and the files that were skipped.
+#[derive(Clone, Debug, Default)]
+pub struct Found {
+    pub runs: Vec<Loaded>,
+    /// `ycsb device` results found beside the runs.
+    pub probes: Vec<(PathBuf, DeviceProbe)>,
+    /// `path: reason` for each `.json` file that was not a readable result file.
+    pub skipped: Vec<String>,
+}
+
+/// Parses one result file. The error says why it is not one.
+pub fn parse_run(text: &str) -> Result<RunFile, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let obj = v.as_object().ok_or("not a JSON object")?;
+    for key in ["engine", "phases"] {
+        if !obj.contains_key(key) {
+            return Err(format!("not a ycsb result file (no `{key}` field)"));
+        }
+    }
+    serde_json::from_value(v).map_err(|e| format!("not a ycsb result file: {e}"))
+}
+
+/// A `ycsb device` result, if the text is one.
+pub fn parse_probe(text: &str) -> Option<DeviceProbe> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    if v.get("kind")?.as_str()? != "device" {
+        return None;
+    }
+    serde_json::from_value(v).ok()
+}
+
+fn json_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            json_files(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Loads every `*.json` result file under `dir` (recursively). Files that cannot be
+/// read or are not result files are listed in `skipped`; an unreadable directory is
+/// an error.
+pub fn load_dir(dir: &Path) -> Result<Found, String> {
+    let mut files = Vec::new();
+    json_files(dir, &mut files).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut found = Found::default();
+    for path in files {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                found
+                    .skipped
+                    .push(format!("{}: cannot read: {e}", path.display()));
+                continue;
+            }
+        };
+        if let Some(probe) = parse_probe(&text) {
+            found.probes.push((path, probe));
+            continue;
+        }
+        match parse_run(&text) {
+            Ok(run) => found.runs.push(Loaded { path, run }),
+            Err(why) => found.skipped.push(format!("{}: {why}", path.display())),
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,320 @@
+//! `report.md`: the machine, one table per workload (engines as columns, the best
+//! cell of each row in bold), the charts with a caption each, and the commands.
+
+use crate::charts::Rendered;
+use crate::model::{Measure, OpSummary, RunFile};
+use crate::{Dataset, Group, human_bytes, machine_line, workload_line};
+use std::fmt::Write as _;
+
+fn num(x: f64) -> String {
+    if x >= 100.0 {
+        // thousands separators, no decimals
+        let s = format!("{x:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else if x.abs() >= 1.0 || x == 0.0 {
+        format!("{x:.2}")
+    } else {
+        // three significant digits
+        let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+        format!("{x:.digits$}")
+    }
+}
+
+/// The worst value of a percentile across the run phase's op kinds, as measured
+/// (from the actual start) or from the intended start (open loop runs only).
+fn worst_of(r: &RunFile, intended: bool, f: fn(&OpSummary) -> f64) -> Option<f64> {
+    r.run()?
+        .ops
+        .iter()
+        .filter(|o| {
+            let m = o.measure().0;
+            o.operations > 0 && m != Measure::Queue && (m == Measure::Intended) == intended
+        })
+        .map(f)
+        .reduce(f64::max)
+}
+
+fn worst(r: &RunFile, f: fn(&OpSummary) -> f64) -> Option<f64> {
+    worst_of(r, false, f)
+}
+
+type Getter = fn(&RunFile) -> Option<f64>;
+type TextGetter = fn(&RunFile) -> String;
+
+fn table(g: &Group) -> String {
+    let mut rows: Vec<(&str, Option<bool>, Getter)> = vec![
+        ("run ops/s", Some(true), |r| {
+            r.run().map(|p| p.throughput_ops_sec)
+        }),
+        ("load ops/s", Some(true), |r| {
+            r.load().map(|p| p.throughput_ops_sec)
+        }),
+        ("p50 µs (worst op)", Some(false), |r| {
+            worst(r, |o| o.p50_us)
+        }),
+        ("p99 µs (worst op)", Some(false), |r| {
+            worst(r, |o| o.p99_us)
+        }),
+        ("p99.9 µs (worst op)", Some(false), |r| {
+            worst(r, |o| o.p999_us)
+        }),
+        ("max µs (worst op)", Some(false), |r| {
+            worst(r, |o| o.max_us)
+        }),
+        ("CPU µs/op (run)", Some(false), |r| {
+            r.run().map(|p| p.cpu_us_per_op)
+        }),
+        ("errors (run)", None, |r| r.run().map(|p| p.errors as f64)),
+        ("run time (s)", None, |r| {
+            r.run().map(|p| p.runtime_ms / 1000.0)
+        }),
+    ];
+    let open_loop = g.runs.iter().any(|e| {
+        e.run
+            .run()
+            .is_some_and(|p| p.ops.iter().any(OpSummary::is_intended))
+    });
+    if open_loop {
+        rows.insert(
+            6,
+            (
+                "p99.9 µs from intended start (worst op)",
+                Some(false),
+                |r| worst_of(r, true, |o| o.p999_us),
+            ),
+        );
+        rows.insert(
+            6,
+            ("p99 µs from intended start (worst op)", Some(false), |r| {
+                worst_of(r, true, |o| o.p99_us)
+            }),
+        );
+    }
+    // device columns, where the results have them
+    let device: [(&str, Option<bool>, Getter); 4] = [
+        ("device busy % (run)", None, |r| {
+            r.run()?.device.as_ref()?.utilisation.map(|u| u * 100.0)
+        }),
+        ("device I/Os per op (run)", Some(false), |r| {
+            r.run()?.device.as_ref()?.ios_per_op
+        }),
+        ("device read amplification (run)", Some(false), |r| {
+            r.run()?.device.as_ref()?.read_amplification
+        }),
+        ("device write amplification (run)", Some(false), |r| {
+            r.run()?.device.as_ref()?.write_amplification
+        }),
+    ];
+    for row in device {
+        if g.runs.iter().any(|e| (row.2)(&e.run).is_some()) {
+            rows.push(row);
+        }
+    }
+    let ceiling: Getter = |r| r.run()?.ceiling.as_ref()?.fraction.map(|f| f * 100.0);
+    if g.runs.iter().any(|e| ceiling(&e.run).is_some()) {
+        rows.push(("% of the device's ceiling (run)", Some(true), ceiling));
+    }
+    let mut s = String::from("| metric |");
+    for e in &g.runs {
+        let _ = write!(s, " {} |", e.label);
+    }
+    s.push_str("\n| --- |");
+    for _ in &g.runs {
+        s.push_str(" ---: |");
+    }
+    s.push('\n');
+    for (name, higher, get) in rows {
+        let cells: Vec<Option<f64>> = g.runs.iter().map(|e| get(&e.run)).collect();
+        let best = match higher {
+            Some(true) => cells.iter().flatten().copied().reduce(f64::max),
+            Some(false) => cells.iter().flatten().copied().reduce(f64::min),
+            None => None,
+        };
+        let _ = write!(s, "| {name} |");
+        let integer = name.starts_with("errors");
+        for c in cells {
+            match c {
+                Some(x) if integer => {
+                    let _ = write!(s, " {x:.0} |");
+                }
+                Some(x) if g.runs.len() > 1 && Some(x) == best => {
+                    let _ = write!(s, " **{}** |", num(x));
+                }
+                Some(x) => {
+                    let _ = write!(s, " {} |", num(x));
+                }
+                None => s.push_str(" N/A |"),
+            }
+        }
+        s.push('\n');
+    }
+    let text_rows: [(&str, TextGetter); 4] = [
+        ("durability", |r| {
+            if r.engine.durability.is_empty() {
+                "N/A".into()
+            } else {
+                r.engine.durability.clone()
+            }
+        }),
+        ("durability setting", |r| {
+            if r.engine.durability_setting.is_empty() {
+                "N/A".into()
+            } else {
+                r.engine.durability_setting.replace('|', "/")
+            }
+        }),
+        ("cache", |r| {
+            r.engine
+                .cache_bytes
+                .map(human_bytes)
+                .unwrap_or_else(|| "none".into())
+        }),
+        ("direct I/O", |r| {
+            match r.engine.direct_io {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "N/A",
+            }
+            .into()
+        }),
+    ];
+    for (name, get) in text_rows {
+        let _ = write!(s, "| {name} |");
+        for e in &g.runs {
+            let _ = write!(s, " {} |", get(&e.run));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn shell_quote(a: &str) -> String {
+    if !a.is_empty()
+        && a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))
+    {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+pub fn markdown(ds: &Dataset, charts: &[Rendered]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# {}\n", ds.title);
+    let ms = ds.machines();
+    for m in &ms {
+        let _ = writeln!(s, "**Machine:** {}\n", machine_line(m));
+    }
+    if ms.len() > 1 {
+        s.push_str("**Warning:** these results come from different machines.\n\n");
+    }
+    for g in &ds.groups {
+        let _ = writeln!(s, "## {}\n", g.label);
+        if let Some(e) = g.runs.first() {
+            let _ = writeln!(s, "{}\n", workload_line(&e.run));
+        }
+        s.push_str(&table(g));
+        if g.runs.len() > 1 {
+            s.push_str("\nBest cell of each row in bold. ");
+        } else {
+            s.push('\n');
+        }
+        s.push_str(
+            "Percentiles are the worst across the run phase's operation kinds, measured \
+             from each operation's actual start unless said otherwise. N/A: not in the result.\n\n",
+        );
+        for e in &g.runs {
+            for n in &e.run.engine.notes {
+                let _ = writeln!(s, "- {}: {n}", e.label);
+            }
+        }
+        if g.runs.iter().any(|e| !e.run.engine.notes.is_empty()) {
+            s.push('\n');
+        }
+    }
+    s.push_str("## Charts\n\n");
+    for c in charts {
+        let _ = writeln!(s, "### {}\n", c.title);
+        let _ = writeln!(s, "![{}]({}.png)\n", c.title, c.stem);
+        let _ = writeln!(s, "*{}* ([SVG]({}.svg))\n", c.caption, c.stem);
+    }
+    if !ds.probes.is_empty() {
+        s.push_str("## Device\n\n");
+        for (path, p) in &ds.probes {
+            let _ = writeln!(
+                s,
+                "`ycsb device` result {} ({}; sequential fill {:.0} MiB/s):\n",
+                path.display(),
+                machine_line(&p.machine),
+                p.fill_mib_per_s
+            );
+            s.push_str(
+                "| pattern | queue depth | block | IOPS | MiB/s | p50 µs | p99 µs |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+            );
+            for q in &p.points {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+                    q.pattern,
+                    q.queue_depth,
+                    human_bytes(q.block_bytes as u64),
+                    num(q.iops),
+                    q.mib_per_s,
+                    q.lat_p50_us,
+                    q.lat_p99_us
+                );
+            }
+            s.push('\n');
+        }
+    }
+    s.push_str("## Commands\n\nThe command lines that produced these results:\n\n```sh\n");
+    let mut seen: Vec<String> = Vec::new();
+    let commands = ds
+        .groups
+        .iter()
+        .flat_map(|g| &g.runs)
+        .map(|e| &e.run.command)
+        .chain(ds.probes.iter().map(|(_, p)| &p.command));
+    for command in commands {
+        let c: Vec<String> = command.iter().map(|a| shell_quote(a)).collect();
+        let c = c.join(" ");
+        if !c.is_empty() && !seen.contains(&c) {
+            let _ = writeln!(s, "{c}");
+            seen.push(c);
+        }
+    }
+    s.push_str("```\n");
+    if !ds.skipped.is_empty() {
+        s.push_str("\n## Skipped files\n\n");
+        for k in &ds.skipped {
+            let _ = writeln!(s, "- {k}");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_get_separators() {
+        assert_eq!(num(3604471.2), "3,604,471");
+        assert_eq!(num(199.0), "199");
+        assert_eq!(num(8.5626), "8.56");
+        assert_eq!(num(0.012380), "0.0124");
+        assert_eq!(num(0.5), "0.500");
+        assert_eq!(num(0.0), "0.00");
+        assert_eq!(shell_quote("-p"), "-p");
+        assert_eq!(shell_quote("a b"), "'a b'");
+    }
+}

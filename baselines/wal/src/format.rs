@@ -1,0 +1,166 @@
+//! On-disk constants, transaction ids and the WAL header (block 0 of the WAL file).
+//! Every integer is little-endian. Diagrams: baselines/wal/DESIGN.md.
+
+/// WAL block, meta page and data block size.
+pub const BLOCK: usize = 4096;
+
+pub const WAL_MAGIC: u32 = 0x4841_4c57; // the bytes "WLAH" read little-endian
+pub const WAL_VERSION: u32 = 1;
+pub const WAL_HEADER_LEN: usize = 48;
+
+pub fn rd_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().unwrap())
+}
+pub fn rd_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+pub fn rd_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+pub fn wr_u16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+pub fn wr_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+pub fn wr_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// A transaction id: `(lap sequence << 32) | block offset in the log`.
+///
+/// Inside the engine positions are kept as a linear block count `abs = seq * blocks +
+/// offset` (it never wraps in practice); ids are what goes to disk.
+pub fn id_of(abs: u64, log_blocks: u64) -> u64 {
+    ((abs / log_blocks) << 32) | (abs % log_blocks)
+}
+
+/// The linear position of an id.
+pub fn abs_of(id: u64, log_blocks: u64) -> u64 {
+    (id >> 32) * log_blocks + (id & 0xffff_ffff)
+}
+
+/// Compares two ids across a wrap of the 32-bit lap sequence (serial number
+/// arithmetic on the sequence, then the offset).
+pub fn id_cmp(a: u64, b: u64) -> std::cmp::Ordering {
+    let (sa, sb) = ((a >> 32) as u32, (b >> 32) as u32);
+    if sa != sb {
+        return (sa.wrapping_sub(sb) as i32).cmp(&0);
+    }
+    (a as u32).cmp(&(b as u32))
+}
+
+/// The next id after a transaction of `blocks` blocks starting at `id`.
+pub fn id_next(id: u64, blocks: u64, log_blocks: u64) -> u64 {
+    let seq = (id >> 32) as u32;
+    let off = (id & 0xffff_ffff) + blocks;
+    if off >= log_blocks {
+        ((seq.wrapping_add(1) as u64) << 32) | (off - log_blocks)
+    } else {
+        ((seq as u64) << 32) | off
+    }
+}
+
+/// The WAL header, block 0 of the WAL file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalHeader {
+    /// Random at creation; the meta file carries the same value.
+    pub pool_id: u32,
+    /// Bumped at every open; every transaction carries it, so blocks left by an earlier
+    /// open are never mistaken for new ones.
+    pub generation: u32,
+    /// Blocks in the circular log (the file has one more: the header).
+    pub log_blocks: u32,
+    /// Replay starts here: the first transaction not in the meta file.
+    pub ckpt_id: u64,
+    /// The id following the last transaction known complete (WAL and data durable)
+    /// when the header was written. A transaction before it that fails its checks is
+    /// corruption, not the end of the log.
+    pub commit_id: u64,
+}
+
+impl WalHeader {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; BLOCK];
+        wr_u32(&mut b, 0, WAL_MAGIC);
+        wr_u32(&mut b, 4, WAL_VERSION);
+        wr_u32(&mut b, 8, self.pool_id);
+        wr_u32(&mut b, 12, self.generation);
+        wr_u32(&mut b, 16, BLOCK as u32);
+        wr_u32(&mut b, 20, self.log_blocks);
+        wr_u64(&mut b, 24, self.ckpt_id);
+        wr_u64(&mut b, 32, self.commit_id);
+        // 40..44 reserved (zero)
+        let crc = crc32fast::hash(&b[..44]);
+        wr_u32(&mut b, 44, crc);
+        b
+    }
+
+    /// `Ok(None)` for an all-zero block (a WAL file never initialised).
+    pub fn decode(b: &[u8]) -> Result<Option<WalHeader>, String> {
+        if b[..WAL_HEADER_LEN].iter().all(|&x| x == 0) {
+            return Ok(None);
+        }
+        if rd_u32(b, 0) != WAL_MAGIC {
+            return Err("bad WAL header magic".into());
+        }
+        if crc32fast::hash(&b[..44]) != rd_u32(b, 44) {
+            return Err("WAL header checksum mismatch".into());
+        }
+        if rd_u32(b, 4) != WAL_VERSION {
+            return Err(format!("unsupported WAL version {}", rd_u32(b, 4)));
+        }
+        if rd_u32(b, 16) != BLOCK as u32 {
+            return Err(format!("unsupported WAL block size {}", rd_u32(b, 16)));
+        }
+        let h = WalHeader {
+            pool_id: rd_u32(b, 8),
+            generation: rd_u32(b, 12),
+            log_blocks: rd_u32(b, 20),
+            ckpt_id: rd_u64(b, 24),
+            commit_id: rd_u64(b, 32),
+        };
+        if h.log_blocks < 16 {
+            return Err(format!("WAL header names {} log blocks", h.log_blocks));
+        }
+        Ok(Some(h))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn ids_wrap_and_compare() {
+        let n = 100;
+        let id = id_of(250, n);
+        assert_eq!(id, (2 << 32) | 50);
+        assert_eq!(abs_of(id, n), 250);
+        assert_eq!(id_next(id, 60, n), (3 << 32) | 10);
+        assert_eq!(id_cmp((3 << 32) | 10, (2 << 32) | 99), Ordering::Greater);
+        // the lap sequence wraps
+        let last = (u32::MAX as u64) << 32 | 99;
+        let next = id_next(last, 1, n);
+        assert_eq!(next, 0);
+        assert_eq!(id_cmp(next, last), Ordering::Greater);
+        assert_eq!(id_cmp(last, next), Ordering::Less);
+    }
+
+    #[test]
+    fn header_round_trip_and_checks() {
+        let h = WalHeader {
+            pool_id: 7,
+            generation: 3,
+            log_blocks: 64,
+            ckpt_id: 1 << 32,
+            commit_id: (1 << 32) | 5,
+        };
+        let mut b = h.encode();
+        assert_eq!(WalHeader::decode(&b).unwrap(), Some(h));
+        b[30] ^= 1;
+        assert!(WalHeader::decode(&b).is_err());
+        assert_eq!(WalHeader::decode(&vec![0u8; BLOCK]).unwrap(), None);
+    }
+}

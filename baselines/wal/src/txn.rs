@@ -1,0 +1,346 @@
+//! Transactions: redo entries, their encoding into WAL blocks and their decoding.
+//!
+//! A transaction occupies whole 4 KiB blocks. Every block starts with the same
+//! 32-byte header (only `block_index` differs). After the header of block 0 come the
+//! entries (24 bytes each, never straddling a block), then the payload (the bytes of
+//! the copy entries, in entry order, flowing across blocks and skipping their
+//! headers), then an 8-byte tail holding the CRC32 of every byte of the transaction
+//! before it; a tail that does not fit in the last block takes one more block.
+
+use crate::format::{BLOCK, rd_u16, rd_u32, rd_u64, wr_u16, wr_u32, wr_u64};
+
+pub const TX_MAGIC: u32 = 0x3158_5457; // "WTX1"
+pub const TX_HEADER: usize = 32;
+pub const ENTRY_LEN: usize = 24;
+pub const TAIL_LEN: usize = 8;
+
+/// The kinds of redo entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Kind {
+    /// Copy `len` payload bytes to image offset `off`.
+    Copy = 1,
+    /// Store the low `len` (1, 2 or 4) bytes of `data` at `off`.
+    Assign = 2,
+    /// Set `len` bytes at `off` to `data as u8`.
+    Memset = 3,
+    /// Set bits `data .. data + len` of the bitmap at `off`.
+    SetBits = 4,
+    /// Clear bits `data .. data + len` of the bitmap at `off`.
+    ClrBits = 5,
+    /// The data file bytes `off .. off + len` have CRC32 `data` (a large value written
+    /// in parallel with this transaction); changes nothing in the image.
+    Csum = 6,
+}
+
+impl Kind {
+    fn from_u16(v: u16) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Copy,
+            2 => Kind::Assign,
+            3 => Kind::Memset,
+            4 => Kind::SetBits,
+            5 => Kind::ClrBits,
+            6 => Kind::Csum,
+            _ => return None,
+        })
+    }
+}
+
+/// One redo entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: Kind,
+    pub off: u64,
+    pub len: u32,
+    pub data: u32,
+}
+
+/// The header repeated at the start of every block of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxHeader {
+    pub generation: u32,
+    pub id: u64,
+    pub entries: u32,
+    pub payload: u32,
+    pub block_index: u32,
+}
+
+impl TxHeader {
+    pub fn decode(b: &[u8]) -> Option<TxHeader> {
+        if rd_u32(b, 0) != TX_MAGIC {
+            return None;
+        }
+        Some(TxHeader {
+            generation: rd_u32(b, 4),
+            id: rd_u64(b, 8),
+            entries: rd_u32(b, 16),
+            payload: rd_u32(b, 20),
+            block_index: rd_u32(b, 24),
+        })
+    }
+
+    fn encode(&self, b: &mut [u8]) {
+        wr_u32(b, 0, TX_MAGIC);
+        wr_u32(b, 4, self.generation);
+        wr_u64(b, 8, self.id);
+        wr_u32(b, 16, self.entries);
+        wr_u32(b, 20, self.payload);
+        wr_u32(b, 24, self.block_index);
+        wr_u32(b, 28, 0);
+    }
+}
+
+/// Places items in the block stream.
+struct Cursor {
+    pos: usize,
+}
+
+impl Cursor {
+    fn new() -> Cursor {
+        Cursor { pos: TX_HEADER }
+    }
+    fn skip_header(&mut self) {
+        if self.pos.is_multiple_of(BLOCK) {
+            self.pos += TX_HEADER;
+        }
+    }
+    /// Places an item of `n` bytes that must not straddle a block.
+    fn whole(&mut self, n: usize) -> usize {
+        self.skip_header();
+        if self.pos % BLOCK + n > BLOCK {
+            self.pos = (self.pos / BLOCK + 1) * BLOCK + TX_HEADER;
+        }
+        let p = self.pos;
+        self.pos += n;
+        p
+    }
+    /// Places `n` bytes that may straddle blocks: calls `f(stream position, range of
+    /// the item)` for each piece.
+    fn stream(&mut self, n: usize, mut f: impl FnMut(usize, std::ops::Range<usize>)) {
+        let mut done = 0;
+        while done < n {
+            self.skip_header();
+            let k = (BLOCK - self.pos % BLOCK).min(n - done);
+            f(self.pos, done..done + k);
+            self.pos += k;
+            done += k;
+        }
+    }
+}
+
+/// Where everything goes for a transaction of `entries` entries and `payload` bytes.
+struct Layout {
+    entry_pos: Vec<usize>,
+    pieces: Vec<(usize, std::ops::Range<usize>)>,
+    tail: usize,
+    blocks: usize,
+}
+
+fn layout(entries: usize, payload: usize) -> Layout {
+    let mut c = Cursor::new();
+    let entry_pos = (0..entries).map(|_| c.whole(ENTRY_LEN)).collect();
+    let mut pieces = Vec::new();
+    c.stream(payload, |p, r| pieces.push((p, r)));
+    let tail = c.whole(TAIL_LEN);
+    Layout {
+        entry_pos,
+        pieces,
+        tail,
+        blocks: (tail + TAIL_LEN).div_ceil(BLOCK),
+    }
+}
+
+/// Blocks used by a transaction of `entries` entries and `payload` payload bytes.
+pub fn blocks_for(entries: usize, payload: usize) -> usize {
+    let mut c = Cursor::new();
+    for _ in 0..entries {
+        c.whole(ENTRY_LEN);
+    }
+    c.stream(payload, |_, _| {});
+    let tail = c.whole(TAIL_LEN);
+    (tail + TAIL_LEN).div_ceil(BLOCK)
+}
+
+/// Encodes a transaction into whole blocks.
+pub fn encode(generation: u32, id: u64, entries: &[Entry], payload: &[u8]) -> Vec<u8> {
+    let l = layout(entries.len(), payload.len());
+    let mut b = vec![0u8; l.blocks * BLOCK];
+    for i in 0..l.blocks {
+        TxHeader {
+            generation,
+            id,
+            entries: entries.len() as u32,
+            payload: payload.len() as u32,
+            block_index: i as u32,
+        }
+        .encode(&mut b[i * BLOCK..]);
+    }
+    for (e, &p) in entries.iter().zip(&l.entry_pos) {
+        wr_u64(&mut b, p, e.off);
+        wr_u32(&mut b, p + 8, e.len);
+        wr_u32(&mut b, p + 12, e.data);
+        wr_u16(&mut b, p + 16, e.kind as u16);
+    }
+    for (p, r) in &l.pieces {
+        b[*p..*p + r.len()].copy_from_slice(&payload[r.clone()]);
+    }
+    let crc = crc32fast::hash(&b[..l.tail]);
+    wr_u32(&mut b, l.tail, crc);
+    b
+}
+
+/// A decoded, verified transaction.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Txn {
+    pub header: TxHeader,
+    pub entries: Vec<Entry>,
+    pub payload: Vec<u8>,
+    pub blocks: usize,
+}
+
+/// Blocks a transaction whose first header is `h` uses, if sane for a log of
+/// `log_blocks` blocks.
+pub fn blocks_of_header(h: &TxHeader, log_blocks: u64) -> Option<usize> {
+    // An absurd count (a garbage header that happens to pass the other checks) must
+    // not make replay allocate gigabytes.
+    let max_bytes = log_blocks as usize * BLOCK;
+    if h.entries as usize * ENTRY_LEN > max_bytes || h.payload as usize > max_bytes {
+        return None;
+    }
+    let n = blocks_for(h.entries as usize, h.payload as usize);
+    (n as u64 <= log_blocks).then_some(n)
+}
+
+/// Decodes and verifies a transaction from `b` (exactly its blocks): the headers of
+/// every block must agree with block 0's and the CRC must match.
+pub fn decode(b: &[u8]) -> Result<Txn, &'static str> {
+    let h = TxHeader::decode(b).ok_or("bad magic")?;
+    let l = layout(h.entries as usize, h.payload as usize);
+    if b.len() != l.blocks * BLOCK {
+        return Err("wrong length");
+    }
+    for i in 0..l.blocks {
+        let hi = TxHeader::decode(&b[i * BLOCK..]).ok_or("bad magic in a later block")?;
+        if hi.id != h.id || hi.generation != h.generation || hi.block_index != i as u32 {
+            return Err("block of another transaction");
+        }
+        if hi.entries != h.entries || hi.payload != h.payload {
+            return Err("block headers disagree");
+        }
+    }
+    if crc32fast::hash(&b[..l.tail]) != rd_u32(b, l.tail) {
+        return Err("checksum mismatch");
+    }
+    let mut entries = Vec::with_capacity(l.entry_pos.len());
+    for &p in &l.entry_pos {
+        entries.push(Entry {
+            off: rd_u64(b, p),
+            len: rd_u32(b, p + 8),
+            data: rd_u32(b, p + 12),
+            kind: Kind::from_u16(rd_u16(b, p + 16)).ok_or("unknown entry type")?,
+        });
+    }
+    let mut payload = vec![0u8; h.payload as usize];
+    for (p, r) in &l.pieces {
+        payload[r.clone()].copy_from_slice(&b[*p..*p + r.len()]);
+    }
+    Ok(Txn {
+        header: h,
+        entries,
+        payload,
+        blocks: l.blocks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(entries: usize, payload: usize) -> (Vec<Entry>, Vec<u8>) {
+        let es = (0..entries)
+            .map(|i| Entry {
+                kind: if i % 2 == 0 { Kind::Copy } else { Kind::Assign },
+                off: i as u64 * 77,
+                len: i as u32 % 5,
+                data: i as u32 * 3,
+            })
+            .collect();
+        let p = (0..payload).map(|i| (i * 31 % 251) as u8).collect();
+        (es, p)
+    }
+
+    fn round_trip(entries: usize, payload: usize) -> usize {
+        let (es, p) = sample(entries, payload);
+        let b = encode(9, (4 << 32) | 17, &es, &p);
+        assert_eq!(b.len() % BLOCK, 0);
+        assert_eq!(b.len() / BLOCK, blocks_for(entries, payload));
+        let t = decode(&b).unwrap();
+        assert_eq!(t.entries, es);
+        assert_eq!(t.payload, p);
+        assert_eq!(t.header.id, (4 << 32) | 17);
+        assert_eq!(t.header.generation, 9);
+        t.blocks
+    }
+
+    #[test]
+    fn small_transaction_is_one_block() {
+        assert_eq!(round_trip(1, 100), 1);
+        assert_eq!(round_trip(0, 0), 1);
+    }
+
+    #[test]
+    fn entries_span_blocks_without_straddling() {
+        // 169 entries fill block 0's 4064 bytes but 8; the 170th starts block 1.
+        let per_block = (BLOCK - TX_HEADER) / ENTRY_LEN;
+        assert_eq!(per_block, 169);
+        assert_eq!(round_trip(per_block, 0), 1);
+        assert_eq!(round_trip(per_block + 1, 0), 2);
+        let n = round_trip(1000, 5000);
+        assert!(n >= 7, "{n}");
+        let l = layout(1000, 0);
+        for &p in &l.entry_pos {
+            assert_eq!(
+                p / BLOCK,
+                (p + ENTRY_LEN - 1) / BLOCK,
+                "entry at {p} straddles"
+            );
+            assert!(p % BLOCK >= TX_HEADER);
+        }
+    }
+
+    #[test]
+    fn one_mib_payload() {
+        let n = round_trip(3, 1 << 20);
+        assert_eq!(n, blocks_for(3, 1 << 20));
+        assert!(n > (1 << 20) / BLOCK);
+    }
+
+    #[test]
+    fn tail_forced_into_a_new_block() {
+        // one entry, then a payload leaving fewer than 8 bytes in block 0
+        let room = BLOCK - TX_HEADER - ENTRY_LEN;
+        for left in 0..TAIL_LEN {
+            assert_eq!(round_trip(1, room - left), 2, "{left} bytes left");
+        }
+        assert_eq!(round_trip(1, room - TAIL_LEN), 1);
+        let l = layout(1, room - 3);
+        assert_eq!(l.tail, BLOCK + TX_HEADER);
+    }
+
+    #[test]
+    fn damage_is_detected() {
+        let (es, p) = sample(300, 9000);
+        let b = encode(1, 1 << 32, &es, &p);
+        for at in [5, 40, 4096 + 3, 4096 + 100, b.len() - 4096 + 40] {
+            let mut c = b.clone();
+            c[at] ^= 0x10;
+            assert!(decode(&c).is_err(), "flip at {at} passed");
+        }
+        // a block from another transaction
+        let other = encode(1, (1 << 32) | 5, &es, &p);
+        let mut c = b.clone();
+        c[BLOCK..2 * BLOCK].copy_from_slice(&other[BLOCK..2 * BLOCK]);
+        assert_eq!(decode(&c), Err("block of another transaction"));
+    }
+}
