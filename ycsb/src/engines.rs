@@ -11,7 +11,7 @@ pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "null"];
 /// Whether this build of the driver includes the engine.
 pub fn is_built(name: &str) -> bool {
     match name {
-        "sled" | "null" | "wal" => true,
+        "kvell" | "sled" | "null" | "wal" => true,
         "rocksdb" => cfg!(feature = "rocksdb"),
         _ => false,
     }
@@ -42,6 +42,7 @@ pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>, String> {
         "null" => baselines::null::open_engine(opts),
         "sled" => baselines::sled_engine::open_engine(opts),
         "wal" => wal_engine::open_engine(opts),
+        "kvell" => kvell::open_engine(opts),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => rocksdb_engine::open_engine(opts),
         other if ALL.contains(&other) => {

@@ -1,0 +1,269 @@
+//! Configuration: from `kvell.*` options (the driver) or built directly (tests).
+#![deny(unsafe_code)]
+
+use crate::io::sim::{Sim, SimDisk};
+use crate::io::{Backend, IoFlags, psync::Psync, uring::Uring};
+use kvapi::{Durability, EngineInfo, Error, Result};
+use std::path::{Path, PathBuf};
+
+/// When a write is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// After the O_DIRECT write completed (durability class `process`).
+    Direct,
+    /// After the write completed with RWF_DSYNC (psync: fdatasync per batch), class
+    /// `power`.
+    Flush,
+}
+
+/// Which I/O backend the workers use.
+#[derive(Clone)]
+pub enum IoMode {
+    Uring,
+    Psync,
+    /// In-memory simulated disk (tests).
+    Sim(SimDisk),
+}
+
+impl IoMode {
+    fn name(&self) -> &'static str {
+        match self {
+            IoMode::Uring => "uring",
+            IoMode::Psync => "psync",
+            IoMode::Sim(_) => "sim",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Config {
+    /// One directory per disk; workers are assigned to them in contiguous blocks.
+    pub dirs: Vec<PathBuf>,
+    pub workers: usize,
+    /// Page cache bytes, total across workers.
+    pub cache_bytes: u64,
+    pub queue_depth: usize,
+    pub batch: usize,
+    pub mode: Mode,
+    pub io: IoMode,
+    /// In-memory free-list entries per slab.
+    pub freelist: usize,
+    /// O_DIRECT (true unless asked otherwise).
+    pub direct: bool,
+    /// Item reads in flight per scan.
+    pub scan_in_flight: usize,
+    /// Options as given (for EngineInfo), when built from options.
+    pub settings: Vec<(String, String)>,
+}
+
+impl Config {
+    /// Defaults on one directory.
+    pub fn new(dir: impl Into<PathBuf>) -> Config {
+        Config {
+            dirs: vec![dir.into()],
+            workers: 2,
+            cache_bytes: 256 << 20,
+            queue_depth: 64,
+            batch: 64,
+            mode: Mode::Direct,
+            io: IoMode::Uring,
+            freelist: 64,
+            direct: true,
+            scan_in_flight: 64,
+            settings: Vec::new(),
+        }
+    }
+
+    pub fn from_options(o: &kvapi::Options) -> Result<Config> {
+        let dirs: Vec<PathBuf> = o
+            .string("dir", "data/kvell")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        let mut c = Config::new("");
+        c.dirs = dirs;
+        c.workers = o.usize("workers", 2)?;
+        c.cache_bytes = o.bytes("cache", 256 << 20)?;
+        c.queue_depth = o.usize("queue_depth", 64)?;
+        c.batch = o.usize("batch", 64)?;
+        c.mode = match o
+            .choice("durability", "direct", &["direct", "flush"])?
+            .as_str()
+        {
+            "flush" => Mode::Flush,
+            _ => Mode::Direct,
+        };
+        c.io = match o.choice("io", "uring", &["uring", "psync"])?.as_str() {
+            "psync" => IoMode::Psync,
+            _ => IoMode::Uring,
+        };
+        c.freelist = o.usize("freelist", 64)?;
+        c.direct = o.bool("direct", true)?;
+        c.scan_in_flight = o.usize("scan_in_flight", 64)?;
+        o.finish()?;
+        c.settings = o.resolved();
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let bad = |m: &str| Err(Error::InvalidArgument(format!("kvell.{m}")));
+        if self.dirs.is_empty() {
+            return bad("dir: no directory given");
+        }
+        if self.workers == 0 || self.workers > 1024 {
+            return bad("workers: must be between 1 and 1024");
+        }
+        if self.workers < self.dirs.len() {
+            return bad("workers: need at least one worker per directory");
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return bad("queue_depth: must be between 1 and 4096");
+        }
+        if self.batch == 0 {
+            return bad("batch: must be at least 1");
+        }
+        if self.freelist == 0 {
+            return bad("freelist: must be at least 1");
+        }
+        Ok(())
+    }
+
+    pub(crate) fn queue_capacity(&self) -> usize {
+        (self.queue_depth * 4).max(256)
+    }
+
+    pub(crate) fn dir_of(&self, worker: usize) -> PathBuf {
+        self.dirs[worker * self.dirs.len() / self.workers].clone()
+    }
+
+    pub(crate) fn backend(&self) -> Result<Box<dyn Backend>> {
+        let flags = IoFlags {
+            direct: self.direct,
+            dsync: self.mode == Mode::Flush,
+        };
+        Ok(match &self.io {
+            IoMode::Uring => Box::new(Uring::new(flags, self.queue_depth as u32).map_err(|e| {
+                Error::io(
+                    "creating an io_uring (is io_uring allowed here? try kvell.io=psync)",
+                    e,
+                )
+            })?),
+            IoMode::Psync => Box::new(Psync::new(flags)),
+            IoMode::Sim(d) => Box::new(Sim::new(d.clone(), flags)),
+        })
+    }
+
+    pub(crate) fn info(&self, recovery_us: u64, recovery_bytes: u64, repaired: u64) -> EngineInfo {
+        let (durability, setting) = match self.mode {
+            Mode::Direct => (
+                Durability::Process,
+                "direct: acknowledged when the in-place O_DIRECT write completed (no flush)",
+            ),
+            Mode::Flush => (
+                Durability::Power,
+                "flush: acknowledged when the in-place write completed with RWF_DSYNC",
+            ),
+        };
+        let mut settings = vec![
+            ("dir".to_string(), join(&self.dirs)),
+            ("workers".into(), self.workers.to_string()),
+            ("cache".into(), self.cache_bytes.to_string()),
+            ("queue_depth".into(), self.queue_depth.to_string()),
+            ("batch".into(), self.batch.to_string()),
+            (
+                "durability".into(),
+                format!("{:?}", self.mode).to_lowercase(),
+            ),
+            ("io".into(), self.io.name().into()),
+            ("freelist".into(), self.freelist.to_string()),
+            ("direct".into(), self.direct.to_string()),
+            ("scan_in_flight".into(), self.scan_in_flight.to_string()),
+        ];
+        for (k, v) in &self.settings {
+            if !settings.iter().any(|(s, _)| s == k) {
+                settings.push((k.clone(), v.clone()));
+            }
+        }
+        settings.push(("recovery_us".into(), recovery_us.to_string()));
+        settings.push(("recovery_bytes".into(), recovery_bytes.to_string()));
+        let mut notes = vec![
+            "large items (over 4 KiB) bypass the page cache".to_string(),
+            "a page with I/O in flight is written from its own buffer, never a cache frame"
+                .to_string(),
+        ];
+        if !self.direct {
+            notes.push("kvell.direct=false: buffered I/O, the OS page cache is used too".into());
+        }
+        if repaired > 0 {
+            notes.push(format!(
+                "recovery freed {repaired} slots holding older copies or torn large items"
+            ));
+        }
+        EngineInfo {
+            engine: "kvell".into(),
+            durability,
+            durability_setting: setting.into(),
+            cache_bytes: Some(self.cache_bytes),
+            direct_io: Some(self.direct),
+            settings,
+            notes,
+            limits: crate::LIMITS,
+        }
+    }
+}
+
+fn join(d: &[PathBuf]) -> String {
+    d.iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+const LAYOUT_FILE: &str = "kvell.layout";
+
+/// Checks (or records) the worker layout of a directory, and that O_DIRECT works.
+pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
+    let want = format!(
+        "format=1\nworkers={}\ndirs={}\n",
+        cfg.workers,
+        cfg.dirs.len()
+    );
+    let path = dir.join(LAYOUT_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(found) => {
+            if found != want {
+                return Err(Error::InvalidArgument(format!(
+                    "{} was created with a different layout ({}); open it with the same \
+                     kvell.workers and kvell.dir list (asked: {})",
+                    dir.display(),
+                    found.trim().replace('\n', ", "),
+                    want.trim().replace('\n', ", ")
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&path, &want)
+                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+        }
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+    if cfg.direct && !matches!(cfg.io, IoMode::Sim(_)) {
+        let probe = dir.join("kvell.direct-probe");
+        let r = crate::io::psync::open_file(&probe, true);
+        let _ = std::fs::remove_file(&probe);
+        if let Err(e) = r {
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                return Err(Error::InvalidArgument(format!(
+                    "{} refuses O_DIRECT (tmpfs?): put kvell.dir on a real filesystem \
+                     (tests: set KVTESTBED_TMP) or set kvell.direct=false",
+                    dir.display()
+                )));
+            }
+            return Err(Error::io(format!("opening {}", probe.display()), e));
+        }
+    }
+    Ok(())
+}

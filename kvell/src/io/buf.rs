@@ -1,0 +1,104 @@
+//! 4 KiB-aligned buffers for O_DIRECT I/O.
+// This module holds the crate's unsafe code, each use with a SAFETY comment.
+#![allow(unsafe_code)]
+
+use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
+use std::ptr::NonNull;
+
+/// Page size of every slab file and every I/O.
+pub const PAGE: usize = 4096;
+
+/// A zeroed, 4 KiB-aligned heap buffer whose length is a multiple of [`PAGE`].
+/// Ownership moves into the I/O backend while an operation is in flight, so the
+/// memory the kernel reads or writes cannot be freed or reused before completion.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the buffer is uniquely owned heap memory (like a Box<[u8]>).
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared references only give out `&[u8]`.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// A zeroed buffer of `len` bytes rounded up to whole pages (at least one page).
+    pub fn new(len: usize) -> AlignedBuf {
+        let len = len.max(1).div_ceil(PAGE) * PAGE;
+        let layout = Layout::from_size_align(len, PAGE).expect("buffer layout");
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| handle_alloc_error(layout));
+        AlignedBuf { ptr, len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl std::ops::Deref for AlignedBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised (zeroed) bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for AlignedBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.len, PAGE).expect("buffer layout");
+        // SAFETY: allocated in `new` with this exact layout and not freed before.
+        unsafe { dealloc(self.ptr.as_ptr(), layout) }
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} bytes)", self.len)
+    }
+}
+
+/// Reuses page-sized buffers so the hot path does not allocate.
+#[derive(Default)]
+pub struct BufPool {
+    free: Vec<AlignedBuf>,
+}
+
+impl BufPool {
+    /// A buffer of at least `len` bytes; one-page buffers come from the pool.
+    /// Contents are unspecified for pooled buffers.
+    pub fn get(&mut self, len: usize) -> AlignedBuf {
+        if len <= PAGE
+            && let Some(b) = self.free.pop()
+        {
+            return b;
+        }
+        AlignedBuf::new(len)
+    }
+
+    pub fn put(&mut self, buf: AlignedBuf) {
+        if buf.len() == PAGE && self.free.len() < 1024 {
+            self.free.push(buf);
+        }
+    }
+}

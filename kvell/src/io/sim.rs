@@ -1,0 +1,235 @@
+//! A simulated disk for crash tests: in-memory files where every page written since
+//! the last flush is "written" but not "durable". [`SimDisk::crash`] freezes the disk
+//! (later writes are lost) and builds the image a crash would leave: after a killed
+//! process every completed write survives; after a power loss each non-durable page
+//! independently survives or not (writes torn at 4 KiB).
+#![deny(unsafe_code)]
+
+use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq, PAGE};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Default)]
+struct SimFile {
+    data: Vec<u8>,
+    durable: Vec<u8>,
+    dirty: BTreeSet<usize>,
+}
+
+#[derive(Default)]
+struct State {
+    files: BTreeMap<PathBuf, SimFile>,
+    frozen: bool,
+    fail_writes: bool,
+}
+
+/// A shared simulated disk; clone it to give it to an engine and keep a handle.
+#[derive(Clone, Default)]
+pub struct SimDisk(Arc<Mutex<State>>);
+
+/// What a crash loses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crash {
+    /// The process is killed: completed writes survive, queued ones are lost.
+    Process,
+    /// Power loss: non-durable pages survive or not at random (seeded).
+    Power(u64),
+}
+
+impl SimDisk {
+    pub fn new() -> SimDisk {
+        SimDisk::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Freezes the disk in the state `crash` leaves; writes after this are dropped.
+    pub fn crash(&self, crash: Crash) {
+        let mut s = self.lock();
+        s.frozen = true;
+        let mut x = match crash {
+            Crash::Process => 0,
+            Crash::Power(seed) => seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        };
+        for f in s.files.values_mut() {
+            for &p in &f.dirty {
+                let keep = match crash {
+                    Crash::Process => true,
+                    Crash::Power(_) => {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x & 1 == 1
+                    }
+                };
+                if keep {
+                    let r = p * PAGE..(p + 1) * PAGE;
+                    f.durable[r.clone()].copy_from_slice(&f.data[r]);
+                }
+            }
+            f.dirty.clear();
+            f.data = f.durable.clone();
+        }
+    }
+
+    /// Unfreezes the disk (after the crashed engine is dropped) for a reopen.
+    pub fn restart(&self) {
+        self.lock().frozen = false;
+    }
+
+    /// Makes every later write fail (to test poisoning).
+    pub fn fail_writes(&self, fail: bool) {
+        self.lock().fail_writes = fail;
+    }
+
+    /// Direct access to a file's current bytes (tests corrupt or truncate it).
+    pub fn edit(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
+        let mut s = self.lock();
+        if let Some(file) = s.files.get_mut(path) {
+            f(&mut file.data);
+            file.durable = file.data.clone();
+            file.dirty.clear();
+        }
+    }
+
+    /// Paths of the files on the disk.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.lock().files.keys().cloned().collect()
+    }
+}
+
+pub struct Sim {
+    disk: SimDisk,
+    flags: IoFlags,
+    files: Vec<PathBuf>,
+    queued: Vec<IoReq>,
+    done: Vec<IoDone>,
+}
+
+impl Sim {
+    pub fn new(disk: SimDisk, flags: IoFlags) -> Sim {
+        Sim {
+            disk,
+            flags,
+            files: Vec::new(),
+            queued: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    fn do_write(&self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
+        let mut s = self.disk.lock();
+        if s.fail_writes {
+            return Err(io::Error::other("simulated write failure"));
+        }
+        if s.frozen {
+            return Ok(());
+        }
+        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        let off = offset as usize;
+        let end = off + buf.len();
+        if f.data.len() < end {
+            f.data.resize(end, 0);
+            f.durable.resize(end, 0);
+        }
+        f.data[off..end].copy_from_slice(buf);
+        if self.flags.dsync {
+            f.durable[off..end].copy_from_slice(buf);
+        } else {
+            f.dirty.extend(off / PAGE..end.div_ceil(PAGE));
+        }
+        Ok(())
+    }
+
+    fn do_read(&self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let s = self.disk.lock();
+        let f = s.files.get(&self.files[file]).expect("sim file");
+        let off = offset as usize;
+        if off + buf.len() > f.data.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past end",
+            ));
+        }
+        buf.copy_from_slice(&f.data[off..off + buf.len()]);
+        Ok(())
+    }
+}
+
+impl Backend for Sim {
+    fn open(&mut self, path: &Path) -> io::Result<FileId> {
+        self.disk
+            .lock()
+            .files
+            .entry(path.to_path_buf())
+            .or_default();
+        self.files.push(path.to_path_buf());
+        Ok(self.files.len() - 1)
+    }
+    fn len(&self, file: FileId) -> io::Result<u64> {
+        let s = self.disk.lock();
+        Ok(s.files[&self.files[file]].data.len() as u64)
+    }
+    fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
+        let mut s = self.disk.lock();
+        if s.frozen {
+            return Ok(());
+        }
+        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        if (len as usize) > f.data.len() {
+            f.data.resize(len as usize, 0);
+            f.durable.resize(len as usize, 0);
+        }
+        Ok(())
+    }
+    fn read(&mut self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.do_read(file, offset, buf)
+    }
+    fn write(&mut self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.do_write(file, offset, buf)
+    }
+    fn sync(&mut self, file: FileId) -> io::Result<()> {
+        let mut s = self.disk.lock();
+        if s.frozen {
+            return Ok(());
+        }
+        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        for &p in &f.dirty {
+            let r = p * PAGE..(p + 1) * PAGE;
+            f.durable[r.clone()].copy_from_slice(&f.data[r]);
+        }
+        f.dirty.clear();
+        Ok(())
+    }
+    fn push(&mut self, req: IoReq) -> Result<(), IoReq> {
+        self.queued.push(req);
+        Ok(())
+    }
+    fn submit(&mut self) -> io::Result<()> {
+        let queued = std::mem::take(&mut self.queued);
+        for mut r in queued {
+            let result = match r.kind {
+                IoKind::Read => self.do_read(r.file, r.offset, &mut r.buf),
+                IoKind::Write => self.do_write(r.file, r.offset, &r.buf),
+            };
+            self.done.push(IoDone {
+                tag: r.tag,
+                kind: r.kind,
+                buf: r.buf,
+                result,
+            });
+        }
+        Ok(())
+    }
+    fn reap(&mut self, _wait: bool, out: &mut Vec<IoDone>) -> io::Result<()> {
+        out.append(&mut self.done);
+        Ok(())
+    }
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+}

@@ -1,0 +1,875 @@
+//! A worker: one thread that owns a share of the keys (chosen by key hash), its own
+//! index, page cache, slab files, free lists and I/O ring. Requests arrive through a
+//! bounded queue; the loop takes new requests, queues their I/O, submits it in
+//! batches of at most `batch` with at most `queue_depth` in flight, and reaps
+//! completions as they arrive (it never waits for a whole batch).
+//!
+//! Ordering rule: at most one I/O per unit (page, or large slot) is in flight, and
+//! every request that needs a busy unit waits in that unit's queue, except writes,
+//! which may still join a write that is prepared but not yet submitted (so several
+//! updates of one page leave in one write). When no I/O is pending on a unit, its
+//! cached copy (if any) is exactly what is on the device.
+#![deny(unsafe_code)]
+
+use crate::cache::PageCache;
+use crate::freelist::FreeList;
+use crate::index::Index;
+use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE};
+use crate::slab::{self, Loc, Slot, Unit};
+use crate::stats::Stats;
+use kvapi::{Error, Reply, Result};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// A completion that runs exactly once: one dropped without being run (a request
+/// left in a queue at shutdown) answers `Error::Closed`.
+pub struct Done(Option<kvapi::Completion>);
+
+impl Done {
+    pub fn new(f: impl FnOnce(Result<Reply>) + Send + 'static) -> Done {
+        Done(Some(Box::new(f)))
+    }
+    pub fn from_box(f: kvapi::Completion) -> Done {
+        Done(Some(f))
+    }
+    pub fn call(mut self, r: Result<Reply>) {
+        if let Some(f) = self.0.take() {
+            f(r)
+        }
+    }
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f(Err(Error::Closed))
+        }
+    }
+}
+
+pub enum WReq {
+    Get(Vec<u8>),
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+pub enum Msg {
+    Op(WReq, Done),
+    Close(Sender<Result<()>>),
+}
+
+/// Shared poison flag: set after a failed write, then writes are refused.
+#[derive(Default)]
+pub struct Poison(Mutex<Option<String>>, std::sync::atomic::AtomicBool);
+
+impl Poison {
+    pub fn set(&self, why: String) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            *g = Some(why);
+        }
+        self.1.store(true, Relaxed);
+    }
+    pub fn check(&self) -> Result<()> {
+        if !self.1.load(Relaxed) {
+            return Ok(());
+        }
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Err(Error::Poisoned(g.clone().unwrap_or_default()))
+    }
+}
+
+/// One slab file of the worker.
+pub struct Slab {
+    pub file: usize,
+    pub path: PathBuf,
+    pub len: u64,
+    /// Next slot to append at.
+    pub next_slot: u64,
+    pub free: FreeList,
+}
+
+enum Stage {
+    Start,
+    /// The item must be written at `target`; `old` is freed after it is durable.
+    Write {
+        target: Loc,
+        old: Option<Loc>,
+        fresh: bool,
+        follow_chain: bool,
+    },
+    /// The item write is prepared or in flight.
+    Written {
+        old: Option<Loc>,
+    },
+    /// A tombstone must be written at `loc`.
+    Free {
+        loc: Loc,
+    },
+    /// The tombstone write is prepared or in flight.
+    Freed {
+        loc: Loc,
+    },
+}
+
+struct Op {
+    req: WReq,
+    done: Option<Done>,
+    stage: Stage,
+    counted: bool,
+    retried: bool,
+}
+
+enum LargeGet {
+    Answer(Result<Reply>),
+    /// The slot holds another item (a write to it is pending).
+    Mismatch,
+}
+
+enum BusyState {
+    Reading,
+    /// A write whose image can still take more changes.
+    Prepared(AlignedBuf),
+    InFlight,
+}
+
+struct Busy {
+    state: BusyState,
+    /// Requests finished when the current write completes.
+    acks: Vec<usize>,
+    /// Requests waiting for the unit to be idle.
+    waiters: VecDeque<usize>,
+}
+
+pub struct Worker {
+    pub io: Box<dyn Backend>,
+    pub slabs: Vec<Slab>,
+    pub index: Arc<Mutex<Index>>,
+    pub cache: PageCache,
+    pub stats: Arc<Stats>,
+    pub poison: Arc<Poison>,
+    pub ts: u64,
+    pub queue_depth: usize,
+    pub batch: usize,
+    pub dsync: bool,
+    ops: Vec<Option<Op>>,
+    free_ops: Vec<usize>,
+    active: usize,
+    busy: BTreeMap<Unit, Busy>,
+    to_submit: VecDeque<(Unit, IoKind)>,
+    inflight: usize,
+    pool: BufPool,
+    completions: Vec<IoDone>,
+    /// Gets to retry once the current wake-up's other requests are stepped.
+    deferred: Vec<usize>,
+}
+
+impl Worker {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: usize,
+        io: Box<dyn Backend>,
+        slabs: Vec<Slab>,
+        index: Arc<Mutex<Index>>,
+        cache: PageCache,
+        stats: Arc<Stats>,
+        poison: Arc<Poison>,
+        ts: u64,
+        queue_depth: usize,
+        batch: usize,
+        dsync: bool,
+    ) -> Worker {
+        let _ = id;
+        Worker {
+            io,
+            slabs,
+            index,
+            cache,
+            stats,
+            poison,
+            ts,
+            queue_depth: queue_depth.max(1),
+            batch: batch.max(1),
+            dsync,
+            ops: Vec::new(),
+            free_ops: Vec::new(),
+            active: 0,
+            busy: BTreeMap::new(),
+            to_submit: VecDeque::new(),
+            inflight: 0,
+            pool: BufPool::default(),
+            completions: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The event loop; returns when closed (after finishing every request).
+    pub fn run(mut self, rx: Receiver<Msg>) {
+        let max_active = (self.queue_depth * 2).max(64);
+        let mut closing: Option<Sender<Result<()>>> = None;
+        let mut disconnected = false;
+        loop {
+            let mut got = false;
+            if closing.is_none() && !disconnected {
+                if self.active == 0 && self.inflight == 0 && self.to_submit.is_empty() {
+                    let t = Instant::now();
+                    match rx.recv() {
+                        Ok(m) => {
+                            self.stats
+                                .idle_ns
+                                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                            got = true;
+                            self.handle(m, &mut closing);
+                        }
+                        Err(_) => disconnected = true,
+                    }
+                }
+                while closing.is_none() && self.active < max_active {
+                    match rx.try_recv() {
+                        Ok(m) => {
+                            got = true;
+                            self.handle(m, &mut closing);
+                        }
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            disconnected = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            self.submit();
+            if self.inflight > 0 {
+                let wait = !got || self.active >= max_active || closing.is_some() || disconnected;
+                let t = Instant::now();
+                let mut done = std::mem::take(&mut self.completions);
+                if let Err(e) = self.io.reap(wait, &mut done) {
+                    self.poison.set(format!("reaping I/O completions: {e}"));
+                }
+                self.stats
+                    .wait_ns
+                    .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                for d in done.drain(..) {
+                    self.inflight -= 1;
+                    self.complete(d);
+                }
+                self.completions = done;
+            } else if !self.to_submit.is_empty() {
+                continue;
+            }
+            if (closing.is_some() || disconnected)
+                && self.active == 0
+                && self.inflight == 0
+                && self.to_submit.is_empty()
+            {
+                let mut r = Ok(());
+                for s in &self.slabs {
+                    if let Err(e) = self.io.sync(s.file) {
+                        r = Err(Error::io(format!("syncing {}", s.path.display()), e));
+                    }
+                }
+                if let Some(tx) = closing {
+                    let _ = tx.send(r);
+                }
+                return;
+            }
+        }
+    }
+
+    fn handle(&mut self, m: Msg, closing: &mut Option<Sender<Result<()>>>) {
+        match m {
+            Msg::Close(tx) => *closing = Some(tx),
+            Msg::Op(req, done) => {
+                let op = Op {
+                    req,
+                    done: Some(done),
+                    stage: Stage::Start,
+                    counted: false,
+                    retried: false,
+                };
+                let id = match self.free_ops.pop() {
+                    Some(i) => {
+                        self.ops[i] = Some(op);
+                        i
+                    }
+                    None => {
+                        self.ops.push(Some(op));
+                        self.ops.len() - 1
+                    }
+                };
+                self.active += 1;
+                self.step(id);
+            }
+        }
+    }
+
+    fn finish(&mut self, id: usize, r: Result<Reply>) {
+        if let Some(mut op) = self.ops[id].take() {
+            self.free_ops.push(id);
+            self.active -= 1;
+            if let Some(done) = op.done.take() {
+                done.call(r);
+            }
+        }
+    }
+
+    fn req(&self, id: usize) -> &WReq {
+        &self.ops[id].as_ref().expect("live op").req
+    }
+
+    fn op(&mut self, id: usize) -> &mut Op {
+        self.ops[id].as_mut().expect("live op")
+    }
+
+    fn count_cache(&mut self, id: usize, hit: bool) {
+        let op = self.op(id);
+        if !op.counted {
+            op.counted = true;
+            let c = if hit {
+                &self.stats.cache_hits
+            } else {
+                &self.stats.cache_misses
+            };
+            c.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Advances a request as far as it can go without waiting.
+    fn step(&mut self, id: usize) {
+        let stage = std::mem::replace(&mut self.op(id).stage, Stage::Start);
+        match stage {
+            Stage::Start => match self.req(id) {
+                WReq::Get(_) => self.get(id),
+                WReq::Put(..) => self.start_put(id),
+                WReq::Delete(_) => self.start_delete(id),
+            },
+            Stage::Write {
+                target,
+                old,
+                fresh,
+                follow_chain,
+            } => self.write_item(id, target, old, fresh, follow_chain),
+            Stage::Free { loc } => self.write_tomb(id, loc),
+            s @ (Stage::Written { .. } | Stage::Freed { .. }) => self.op(id).stage = s,
+        }
+    }
+
+    fn wait_on(&mut self, id: usize, unit: Unit) {
+        self.busy
+            .get_mut(&unit)
+            .expect("busy unit")
+            .waiters
+            .push_back(id);
+    }
+
+    fn start_read(&mut self, id: usize, unit: Unit) {
+        self.busy.insert(
+            unit,
+            Busy {
+                state: BusyState::Reading,
+                acks: Vec::new(),
+                waiters: VecDeque::from([id]),
+            },
+        );
+        self.to_submit.push_back((unit, IoKind::Read));
+    }
+
+    fn get(&mut self, id: usize) {
+        let t = Instant::now();
+        let loc = {
+            let WReq::Get(key) = self.req(id) else {
+                unreachable!()
+            };
+            self.index().get(key)
+        };
+        self.stats
+            .index_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        let Some(loc) = loc else {
+            return self.finish(id, Ok(Reply::Value(None)));
+        };
+        let unit = loc.unit();
+        if !slab::is_large(loc.class())
+            && let Some(page) = self.cache.get(unit)
+        {
+            let kv = Self::small_value(page, loc);
+            let WReq::Get(key) = self.req(id) else {
+                unreachable!()
+            };
+            let found = matches!(&kv, Ok((k, _)) if k == key);
+            // The index is ahead of the cache while a write to the slot is pending:
+            // wait for it (see `mismatch`).
+            if found || !self.mismatch(id, unit) {
+                self.count_cache(id, true);
+                self.reply_get(id, loc, kv);
+            }
+            return;
+        }
+        self.count_cache(id, false);
+        if self.busy.contains_key(&unit) {
+            return self.wait_on(id, unit);
+        }
+        self.start_read(id, unit);
+    }
+
+    /// A get found another item than its key where the index points. That is normal
+    /// while a write to the unit is pending (the index is updated when a write is
+    /// dispatched, the cache when it completes): wait for it. Right after a read
+    /// completes, the write may still be queued behind the get in the same wake-up,
+    /// so the get is retried once after them. Returns false when none of this
+    /// applies: a real inconsistency, reported by the caller.
+    fn mismatch(&mut self, id: usize, unit: Unit) -> bool {
+        if self.busy.contains_key(&unit) {
+            self.op(id).retried = false;
+            self.wait_on(id, unit);
+            return true;
+        }
+        if !self.op(id).retried {
+            self.op(id).retried = true;
+            self.deferred.push(id);
+            return true;
+        }
+        false
+    }
+
+    fn run_deferred(&mut self) {
+        while !self.deferred.is_empty() {
+            for id in std::mem::take(&mut self.deferred) {
+                self.step(id);
+            }
+        }
+    }
+
+    fn small_value(page: &[u8], loc: Loc) -> Result<(Vec<u8>, Vec<u8>), String> {
+        let off = loc.offset_in_unit();
+        let b = &page[off..off + slab::SMALL[loc.class()]];
+        match slab::parse(b, slab::room(loc.class()))? {
+            Slot::Item {
+                key_len, value_len, ..
+            } => {
+                let (k, v) = slab::small_kv(b, key_len, value_len);
+                Ok((k.to_vec(), v.to_vec()))
+            }
+            other => Err(format!("indexed slot holds {other:?}")),
+        }
+    }
+
+    fn reply_get(&mut self, id: usize, loc: Loc, kv: Result<(Vec<u8>, Vec<u8>), String>) {
+        let WReq::Get(key) = self.req(id) else {
+            unreachable!()
+        };
+        let r = match kv {
+            Ok((k, v)) if k == *key => Ok(Reply::Value(Some(v))),
+            Ok((k, _)) => Err(format!(
+                "index points at a slot holding another key ({} bytes)",
+                k.len()
+            )),
+            Err(e) => Err(e),
+        };
+        let r = r.map_err(|detail| {
+            let s = &self.slabs[loc.class()];
+            Error::Corruption {
+                file: s.path.clone(),
+                offset: loc.unit().file_offset() + loc.offset_in_unit() as u64,
+                detail,
+            }
+        });
+        self.finish(id, r);
+    }
+
+    fn start_put(&mut self, id: usize) {
+        if let Err(e) = self.poison.check() {
+            return self.finish(id, Err(e));
+        }
+        let WReq::Put(key, value) = self.req(id) else {
+            unreachable!()
+        };
+        let class = slab::class_of(key.len(), value.len()).expect("checked at submit");
+        let t = Instant::now();
+        let old = self.index().get(key);
+        let (target, old, fresh, follow_chain) = match old {
+            Some(o) if o.class() == class && !slab::is_large(class) => (o, None, false, false),
+            _ => {
+                let (target, fresh, follow) = match self.allocate(class) {
+                    Ok(x) => x,
+                    Err(e) => return self.finish(id, Err(e)),
+                };
+                let WReq::Put(key, _) = self.req(id) else {
+                    unreachable!()
+                };
+                let prev = self
+                    .index
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(key, target);
+                (target, prev, fresh, follow)
+            }
+        };
+        self.stats
+            .index_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        self.write_item(id, target, old, fresh, follow_chain);
+    }
+
+    fn start_delete(&mut self, id: usize) {
+        if let Err(e) = self.poison.check() {
+            return self.finish(id, Err(e));
+        }
+        let WReq::Delete(key) = self.req(id) else {
+            unreachable!()
+        };
+        let old = self
+            .index
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        match old {
+            None => self.finish(id, Ok(Reply::Done)),
+            Some(loc) => self.write_tomb(id, loc),
+        }
+    }
+
+    /// A slot for a new item of `class`: a free one, or appended (growing the file).
+    fn allocate(&mut self, class: usize) -> Result<(Loc, bool, bool)> {
+        let s = &mut self.slabs[class];
+        if let Some(t) = s.free.take() {
+            return Ok((Loc::new(class, t.slot), false, t.follow_chain));
+        }
+        let slot = s.next_slot;
+        s.next_slot += 1;
+        let loc = Loc::new(class, slot);
+        let unit = loc.unit();
+        let end = unit.file_offset() + slab::unit_len(class) as u64;
+        if end > s.len {
+            let grown = (s.len.saturating_mul(2)).min(s.len + (1 << 30));
+            let new_len = end.max(grown).max(1 << 20).div_ceil(PAGE as u64) * PAGE as u64;
+            let r = self.io.set_len(s.file, new_len).and_then(|()| {
+                if self.dsync {
+                    self.io.sync(s.file)
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = r {
+                s.next_slot -= 1;
+                let m = format!("growing {}: {e}", s.path.display());
+                self.poison.set(m.clone());
+                return Err(Error::io(m, e));
+            }
+            s.len = new_len;
+        }
+        let fresh = slab::is_large(class) || loc.offset_in_unit() == 0;
+        Ok((loc, fresh, false))
+    }
+
+    /// Gets a writable image of `unit` for a change, or arranges to be stepped again.
+    /// Returns None if the request now waits.
+    fn image_for(&mut self, id: usize, unit: Unit, fresh: bool) -> Option<()> {
+        if let Some(b) = self.busy.get_mut(&unit) {
+            if matches!(b.state, BusyState::Prepared(_)) && !slab::is_large(unit.class()) {
+                return Some(());
+            }
+            b.waiters.push_back(id);
+            return None;
+        }
+        if slab::is_large(unit.class()) {
+            return Some(()); // the caller builds the image
+        }
+        let mut buf = self.pool.get(PAGE);
+        if let Some(page) = self.cache.get(unit) {
+            buf[..PAGE].copy_from_slice(page);
+            self.count_cache(id, true);
+        } else if fresh {
+            buf.fill(0);
+        } else {
+            self.pool.put(buf);
+            self.count_cache(id, false);
+            self.start_read(id, unit);
+            return None;
+        }
+        self.busy.insert(
+            unit,
+            Busy {
+                state: BusyState::Prepared(buf),
+                acks: Vec::new(),
+                waiters: VecDeque::new(),
+            },
+        );
+        self.to_submit.push_back((unit, IoKind::Write));
+        Some(())
+    }
+
+    fn prepared(&mut self, unit: Unit) -> &mut AlignedBuf {
+        match &mut self.busy.get_mut(&unit).expect("busy").state {
+            BusyState::Prepared(b) => b,
+            _ => unreachable!("unit not prepared"),
+        }
+    }
+
+    fn write_item(&mut self, id: usize, target: Loc, old: Option<Loc>, fresh: bool, follow: bool) {
+        let unit = target.unit();
+        let class = target.class();
+        self.op(id).stage = Stage::Write {
+            target,
+            old,
+            fresh,
+            follow_chain: follow,
+        };
+        if self.image_for(id, unit, fresh).is_none() {
+            return;
+        }
+        self.ts += 1;
+        let ts = self.ts;
+        let off = target.offset_in_unit();
+        if slab::is_large(class) {
+            let WReq::Put(key, value) = self.req(id) else {
+                unreachable!()
+            };
+            let used = slab::large_pages_used(key.len() + value.len());
+            let mut buf = AlignedBuf::new(used * PAGE);
+            slab::write_large(&mut buf, ts, key, value);
+            self.busy.insert(
+                unit,
+                Busy {
+                    state: BusyState::Prepared(buf),
+                    acks: vec![id],
+                    waiters: VecDeque::new(),
+                },
+            );
+            self.to_submit.push_back((unit, IoKind::Write));
+        } else {
+            let size = slab::SMALL[class];
+            if follow {
+                let b = &self.prepared(unit)[off..off + size];
+                if let Ok(Slot::Tomb { next, .. }) = slab::parse(b, slab::room(class)) {
+                    self.slabs[class].free.continue_chain(next);
+                }
+            }
+            let op = self.ops[id].as_ref().expect("live op");
+            let WReq::Put(key, value) = &op.req else {
+                unreachable!()
+            };
+            let b = match &mut self.busy.get_mut(&unit).expect("busy").state {
+                BusyState::Prepared(b) => b,
+                _ => unreachable!(),
+            };
+            slab::write_small(&mut b[off..off + size], ts, key, value);
+            self.busy.get_mut(&unit).expect("busy").acks.push(id);
+        }
+        self.op(id).stage = Stage::Written { old };
+    }
+
+    fn write_tomb(&mut self, id: usize, loc: Loc) {
+        let unit = loc.unit();
+        self.op(id).stage = Stage::Free { loc };
+        if self.image_for(id, unit, false).is_none() {
+            return;
+        }
+        self.ts += 1;
+        let ts = self.ts;
+        let class = loc.class();
+        let next = self.slabs[class].free.next_for_tombstone();
+        if slab::is_large(class) {
+            let mut buf = AlignedBuf::new(PAGE);
+            slab::write_tomb(&mut buf, ts, next);
+            self.busy.insert(
+                unit,
+                Busy {
+                    state: BusyState::Prepared(buf),
+                    acks: vec![id],
+                    waiters: VecDeque::new(),
+                },
+            );
+            self.to_submit.push_back((unit, IoKind::Write));
+        } else {
+            let off = loc.offset_in_unit();
+            let b = self.prepared(unit);
+            slab::write_tomb(&mut b[off..off + slab::SMALL[class]], ts, next);
+            self.busy.get_mut(&unit).expect("busy").acks.push(id);
+        }
+        self.op(id).stage = Stage::Freed { loc };
+    }
+
+    /// Hands queued I/O to the backend while under the queue depth, in batches.
+    fn submit(&mut self) {
+        while self.inflight < self.queue_depth && !self.to_submit.is_empty() {
+            let t = Instant::now();
+            let mut n = 0;
+            while n < self.batch && self.inflight < self.queue_depth {
+                let Some((unit, kind)) = self.to_submit.pop_front() else {
+                    break;
+                };
+                let class = unit.class();
+                let buf = match kind {
+                    IoKind::Read => {
+                        if slab::is_large(class) {
+                            AlignedBuf::new(slab::unit_len(class))
+                        } else {
+                            self.pool.get(PAGE)
+                        }
+                    }
+                    IoKind::Write => {
+                        let b = self.busy.get_mut(&unit).expect("busy write");
+                        match std::mem::replace(&mut b.state, BusyState::InFlight) {
+                            BusyState::Prepared(buf) => buf,
+                            _ => unreachable!("write not prepared"),
+                        }
+                    }
+                };
+                let req = IoReq {
+                    file: self.slabs[class].file,
+                    offset: unit.file_offset(),
+                    kind,
+                    buf,
+                    tag: unit.0,
+                };
+                match self.io.push(req) {
+                    Ok(()) => {
+                        self.inflight += 1;
+                        n += 1;
+                    }
+                    Err(req) => {
+                        if kind == IoKind::Write {
+                            self.busy.get_mut(&unit).expect("busy").state =
+                                BusyState::Prepared(req.buf);
+                        }
+                        self.to_submit.push_front((unit, kind));
+                        break;
+                    }
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            if let Err(e) = self.io.submit() {
+                self.poison.set(format!("submitting I/O: {e}"));
+            }
+            self.stats
+                .submit_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            self.stats.submits.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn complete(&mut self, d: IoDone) {
+        let unit = Unit(d.tag);
+        let class = unit.class();
+        let Some(busy) = self.busy.remove(&unit) else {
+            return;
+        };
+        let len = d.buf.len() as u64;
+        match d.kind {
+            IoKind::Read => {
+                self.stats.reads.fetch_add(1, Relaxed);
+                self.stats.bytes_read.fetch_add(len, Relaxed);
+            }
+            IoKind::Write => {
+                self.stats.writes.fetch_add(1, Relaxed);
+                self.stats.bytes_written.fetch_add(len, Relaxed);
+            }
+        }
+        if let Err(e) = d.result {
+            let path = self.slabs[class].path.display().to_string();
+            let m = format!(
+                "{:?} of {} at offset {}: {e}",
+                d.kind,
+                path,
+                unit.file_offset()
+            );
+            self.poison.set(m.clone());
+            for id in busy.acks.into_iter().chain(busy.waiters) {
+                self.finish(
+                    id,
+                    Err(Error::io(
+                        m.clone(),
+                        std::io::Error::new(e.kind(), e.to_string()),
+                    )),
+                );
+            }
+            return;
+        }
+        let large = slab::is_large(class);
+        if !large {
+            self.cache.put(unit, &d.buf);
+        }
+        for id in busy.acks {
+            match std::mem::replace(&mut self.op(id).stage, Stage::Start) {
+                Stage::Written { old: Some(old) } => self.write_tomb(id, old),
+                Stage::Freed { loc } => {
+                    self.slabs[loc.class()].free.freed(loc.slot());
+                    self.finish(id, Ok(Reply::Done));
+                }
+                _ => self.finish(id, Ok(Reply::Done)),
+            }
+        }
+        for id in busy.waiters {
+            if large && d.kind == IoKind::Read {
+                match self.large_get(id, unit, &d.buf) {
+                    Some(LargeGet::Answer(r)) => {
+                        self.finish(id, r);
+                        continue;
+                    }
+                    Some(LargeGet::Mismatch) => {
+                        if !self.mismatch(id, unit) {
+                            let r = Err(self.corrupt(unit, "indexed slot holds another item"));
+                            self.finish(id, r);
+                        }
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            self.step(id);
+        }
+        if !large {
+            self.pool.put(d.buf);
+        }
+        self.run_deferred();
+    }
+
+    fn corrupt(&self, unit: Unit, detail: &str) -> Error {
+        Error::Corruption {
+            file: self.slabs[unit.class()].path.clone(),
+            offset: unit.file_offset(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Answers a get waiting on a large read if its key still lives in that slot;
+    /// None if the request is not a get of this unit (it is stepped normally).
+    fn large_get(&mut self, id: usize, unit: Unit, buf: &[u8]) -> Option<LargeGet> {
+        let op = self.ops[id].as_ref()?;
+        let WReq::Get(key) = &op.req else { return None };
+        if !matches!(op.stage, Stage::Start) {
+            return None;
+        }
+        let loc = self.index().get(key)?;
+        if loc.unit() != unit {
+            return None;
+        }
+        let class = unit.class();
+        Some(match slab::parse(buf, slab::room(class)) {
+            Ok(Slot::Item {
+                ts,
+                key_len,
+                value_len,
+            }) => match slab::read_large(buf, ts, key_len, value_len) {
+                Some((k, v)) if k == *key => LargeGet::Answer(Ok(Reply::Value(Some(v)))),
+                Some(_) => LargeGet::Mismatch,
+                None => LargeGet::Answer(Err(
+                    self.corrupt(unit, "large item with pages of different timestamps")
+                )),
+            },
+            Ok(_) => LargeGet::Mismatch,
+            Err(e) => LargeGet::Answer(Err(self.corrupt(unit, &e))),
+        })
+    }
+}

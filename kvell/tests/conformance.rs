@@ -1,0 +1,30 @@
+//! The shared conformance suite, on io_uring and on the pread/pwrite backend.
+use std::path::Path;
+use std::sync::Arc;
+
+fn open(dir: &Path) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
+    let mut c = kvell::Config::new(dir);
+    c.cache_bytes = 1 << 20;
+    Ok(kvell::Kvell::open(c)?)
+}
+
+kvapi::conformance_tests!(open);
+
+mod psync {
+    use super::*;
+
+    fn open(dir: &Path) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
+        let o = kvapi::Options::new(
+            "kvell",
+            &[
+                ("dir", dir.to_str().expect("utf-8 path")),
+                ("io", "psync"),
+                ("cache", "1M"),
+                ("workers", "3"),
+            ],
+        );
+        kvell::open_engine(&o)
+    }
+
+    kvapi::conformance_tests!(open);
+}
