@@ -113,7 +113,14 @@ impl Recorder {
     /// Records one part of an operation (the read or the update of a
     /// read-modify-write): its latency and status, as YCSB reports them, without
     /// counting it as an operation in the throughput.
-    pub fn record_part(&mut self, kind: OpKind, intended: Option<Instant>, start: Instant, end: Instant, outcome: Outcome) {
+    pub fn record_part(
+        &mut self,
+        kind: OpKind,
+        intended: Option<Instant>,
+        start: Instant,
+        end: Instant,
+        outcome: Outcome,
+    ) {
         let i = kind.index();
         let ns = end.saturating_duration_since(start).as_nanos() as u64;
         if end < self.measuring_from {
@@ -489,12 +496,21 @@ mod tests {
         );
         assert_eq!(r.measured_ops(), 3);
         // the parts of a read-modify-write are reported but not counted as operations
-        r.record_part(OpKind::Read, None, t1, t1 + Duration::from_micros(200), Outcome::Error("IO_ERROR"));
+        r.record_part(
+            OpKind::Read,
+            None,
+            t1,
+            t1 + Duration::from_micros(200),
+            Outcome::Error("IO_ERROR"),
+        );
         assert_eq!(r.measured_ops(), 3);
         assert_eq!(r.error_count(), 1);
         let s = r.summaries();
         let read = s.iter().find(|s| s.name == "READ").unwrap();
-        assert_eq!(read.operations, 3, "the part is reported under its own kind");
+        assert_eq!(
+            read.operations, 3,
+            "the part is reported under its own kind"
+        );
         assert_eq!(read.status["IO_ERROR"], 1);
         assert_eq!(read.status["OK"], 1);
         assert_eq!(read.status["NOT_FOUND"], 1);
