@@ -174,6 +174,25 @@ fn num<T: std::str::FromStr>(s: &str, name: &str, path: &Path, line: usize) -> R
     })
 }
 
+/// Non-empty data lines of a CSV file with their line numbers.
+type Rows = Box<dyn Iterator<Item = Result<(usize, String), String>>>;
+
+/// The header's columns and the data lines of a CSV file with a header.
+fn csv_rows(path: &Path) -> Result<(Columns, Rows), String> {
+    let mut lines = BufReader::new(open(path)?).lines();
+    let header = match lines.next() {
+        Some(h) => h.map_err(|e| format!("reading {}: {e}", path.display()))?,
+        None => return Err(format!("{} is empty", path.display())),
+    };
+    let shown = path.display().to_string();
+    let rows = lines.enumerate().filter_map(move |(i, line)| match line {
+        Ok(l) if l.trim().is_empty() => None,
+        Ok(l) => Some(Ok((i + 2, l))),
+        Err(e) => Some(Err(format!("reading {shown}, line {}: {e}", i + 2))),
+    });
+    Ok((Columns::new(&header), Box::new(rows)))
+}
+
 /// Reads a trace in our CSV or binary form (told apart by the binary magic).
 pub fn read(path: &Path) -> Result<Trace, String> {
     let mut f = open(path)?;
@@ -193,12 +212,7 @@ pub fn read(path: &Path) -> Result<Trace, String> {
 
 /// Reads our CSV form.
 pub fn read_csv(path: &Path) -> Result<Trace, String> {
-    let mut lines = BufReader::new(open(path)?).lines();
-    let header = match lines.next() {
-        Some(h) => h.map_err(|e| format!("reading {}: {e}", path.display()))?,
-        None => return Err(format!("{} is empty", path.display())),
-    };
-    let c = Columns::new(&header);
+    let (c, rows) = csv_rows(path)?;
     let (ct, co, ck) = (
         c.need("time_us", path)?,
         c.need("op", path)?,
@@ -210,12 +224,8 @@ pub fn read_csv(path: &Path) -> Result<Trace, String> {
         c.need("scan_length", path)?,
     );
     let mut t = Trace::default();
-    for (i, line) in lines.enumerate() {
-        let line_no = i + 2;
-        let line = line.map_err(|e| format!("reading {}, line {line_no}: {e}", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    for row in rows {
+        let (line_no, line) = row?;
         let cells: Vec<&str> = line.split(',').collect();
         let op_name = field(&cells, co, "op", path, line_no)?;
         let Some(op) = TraceOp::parse(op_name) else {
@@ -354,12 +364,7 @@ pub fn write_bin(records: &[Record], out: &mut dyn Write) -> std::io::Result<()>
 /// `op_count` repeats the request; GET and GET_LEASE become GET, SET and SET_LEASE
 /// become PUT, DELETE stays; other ops are counted as unknown.
 pub fn convert_meta(path: &Path) -> Result<Trace, String> {
-    let mut lines = BufReader::new(open(path)?).lines();
-    let header = match lines.next() {
-        Some(h) => h.map_err(|e| format!("reading {}: {e}", path.display()))?,
-        None => return Err(format!("{} is empty", path.display())),
-    };
-    let c = Columns::new(&header);
+    let (c, rows) = csv_rows(path)?;
     let (ct, ck, cks) = (
         c.need("op_time", path)?,
         c.need("key", path)?,
@@ -372,12 +377,8 @@ pub fn convert_meta(path: &Path) -> Result<Trace, String> {
     );
     let mut t = Trace::default();
     let mut first: Option<u64> = None;
-    for (i, line) in lines.enumerate() {
-        let line_no = i + 2;
-        let line = line.map_err(|e| format!("reading {}, line {line_no}: {e}", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    for row in rows {
+        let (line_no, line) = row?;
         let cells: Vec<&str> = line.split(',').collect();
         let time_s: u64 = num(
             field(&cells, ct, "op_time", path, line_no)?,
