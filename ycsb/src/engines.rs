@@ -10,11 +10,8 @@ pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "null"];
 
 /// Whether this build of the driver includes the engine.
 pub fn is_built(name: &str) -> bool {
-    match name {
-        "kvell" | "sled" | "null" | "wal" => true,
-        "rocksdb" => cfg!(feature = "rocksdb"),
-        _ => false,
-    }
+    matches!(name, "kvell" | "sled" | "null" | "wal")
+        || (name == "rocksdb" && cfg!(feature = "rocksdb"))
 }
 
 /// The engines this build includes.
