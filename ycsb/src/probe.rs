@@ -290,14 +290,24 @@ pub fn probe(c: &ProbeConfig) -> Result<(f64, Vec<Point>), String> {
         open_direct(&c.file, false).map_err(|e| format!("opening {}: {e}", c.file.display()))?;
     let mut rng = Rng::new(c.seed);
     let mut points = Vec::new();
+    // Reads first, then writes, then the mix: a read measured right after writes runs
+    // while the device (or the host under a virtual disk) still writes back, and reads
+    // slower than it can. A pause lets the fill and each write pattern settle.
     let mut plan: Vec<(&str, usize, usize)> = Vec::new();
-    for &qd in &c.queue_depths {
-        for pat in ["randread", "randwrite", "mixed"] {
+    plan.push(("seqread", 8, 1 << 20));
+    for pat in ["randread", "randwrite", "mixed"] {
+        for &qd in &c.queue_depths {
             plan.push((pat, qd, BLOCK));
         }
     }
-    plan.push(("seqread", 8, 1 << 20));
+    let settle = Duration::from_secs_f64((c.seconds / 2.0).clamp(0.0, 3.0));
+    std::thread::sleep(settle);
+    let mut last = "";
     for (pat, qd, block) in plan {
+        if pat != last && last != "seqread" && !last.is_empty() {
+            std::thread::sleep(settle);
+        }
+        last = pat;
         let p = run_point(
             &f,
             bytes,

@@ -42,7 +42,8 @@ impl Driving {
                 "async, {qd} requests in flight from 1 injector ({})",
                 match self.native_async {
                     Some(true) => "engine's native async path",
-                    _ => "thread-pool adapter",
+                    Some(false) => "thread-pool adapter",
+                    None => "native async path, else a thread-pool adapter",
                 }
             ),
             None => format!("closed loop, {} client thread(s)", self.threads),
