@@ -507,7 +507,7 @@ where
             None,
         )
     } else {
-        let recs: Vec<Recorder> = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = (0..d.threads.max(1))
                 .map(|t| {
                     let (engine, slot) = (engine.clone(), sampler.slot());
@@ -533,12 +533,8 @@ where
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("load thread panicked"))
-                .collect()
-        });
-        merge(recs)
+            join_all(handles)
+        })
     };
     let end = Instant::now();
     finish(phase, &p, rec, sampler, Some(mark0), ctx, end)
@@ -582,7 +578,7 @@ pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx
         )
     } else {
         let next = AtomicU64::new(0);
-        let recs: Vec<Recorder> = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = (0..d.threads.max(1))
                 .map(|t| {
                     let (engine, slot, ops) = (engine.clone(), sampler.slot(), ops.clone());
@@ -618,16 +614,22 @@ pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("replay thread panicked"))
-                .collect()
-        });
-        merge(recs)
+            join_all(handles)
+        })
     };
     let end = Instant::now();
     mark.poll();
     finish("run", &p, rec, sampler, mark.get(), ctx, end)
+}
+
+/// Joins the client threads of a phase and merges what they measured.
+fn join_all(handles: Vec<std::thread::ScopedJoinHandle<'_, Recorder>>) -> Recorder {
+    merge(
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread panicked"))
+            .collect(),
+    )
 }
 
 fn merge(mut recs: Vec<Recorder>) -> Recorder {
@@ -683,7 +685,7 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
         )
     } else {
         let threads = d.threads.max(1);
-        let recs: Vec<Recorder> = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     // YCSB splits the operation count evenly over the threads.
@@ -739,12 +741,8 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("client thread panicked"))
-                .collect()
-        });
-        merge(recs)
+            join_all(handles)
+        })
     };
     let end = Instant::now();
     cpu.poll();
