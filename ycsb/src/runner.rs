@@ -121,7 +121,9 @@ pub fn ceiling(
 ) -> Option<Ceiling> {
     let dev = r.device.as_ref()?;
     let ios = dev.reads + dev.writes;
-    if ios == 0 || dev.ios_per_op <= 0.0 {
+    // An engine that served the phase from memory (below one device I/O per hundred
+    // operations) is not bound by the device: no ceiling rather than an absurd one.
+    if ios == 0 || dev.ios_per_op < 0.01 {
         return None;
     }
     let rf = dev.reads as f64 / ios as f64;
