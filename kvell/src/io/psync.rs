@@ -9,8 +9,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
 pub struct Psync {
-    flags: IoFlags,
-    files: Vec<File>,
+    files: Files,
     queued: Vec<IoReq>,
     done: Vec<IoDone>,
 }
@@ -18,11 +17,52 @@ pub struct Psync {
 impl Psync {
     pub fn new(flags: IoFlags) -> Psync {
         Psync {
-            flags,
-            files: Vec::new(),
+            files: Files::new(flags),
             queued: Vec::new(),
             done: Vec::new(),
         }
+    }
+}
+
+/// The slab files of one backend and their synchronous operations (open, length,
+/// growth, blocking read and write, sync), shared by the psync and io_uring backends.
+pub struct Files {
+    pub flags: IoFlags,
+    files: Vec<File>,
+}
+
+impl Files {
+    pub fn new(flags: IoFlags) -> Files {
+        Files {
+            flags,
+            files: Vec::new(),
+        }
+    }
+    pub fn get(&self, file: FileId) -> &File {
+        &self.files[file]
+    }
+    pub fn open(&mut self, path: &Path) -> io::Result<FileId> {
+        self.files.push(open_file(path, self.flags.direct)?);
+        Ok(self.files.len() - 1)
+    }
+    pub fn len(&self, file: FileId) -> io::Result<u64> {
+        Ok(self.files[file].metadata()?.len())
+    }
+    pub fn set_len(&self, file: FileId, len: u64) -> io::Result<()> {
+        grow(&self.files[file], len)
+    }
+    pub fn read(&self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.files[file].read_exact_at(buf, offset)
+    }
+    pub fn write(&self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
+        self.files[file].write_all_at(buf, offset)?;
+        if self.flags.dsync {
+            self.files[file].sync_data()?;
+        }
+        Ok(())
+    }
+    pub fn sync(&self, file: FileId) -> io::Result<()> {
+        self.files[file].sync_all()
     }
 }
 
@@ -63,27 +103,22 @@ fn libc_fallocate(fd: i32, off: u64, len: u64) -> io::Result<()> {
 
 impl Backend for Psync {
     fn open(&mut self, path: &Path) -> io::Result<FileId> {
-        self.files.push(open_file(path, self.flags.direct)?);
-        Ok(self.files.len() - 1)
+        self.files.open(path)
     }
     fn len(&self, file: FileId) -> io::Result<u64> {
-        Ok(self.files[file].metadata()?.len())
+        self.files.len(file)
     }
     fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
-        grow(&self.files[file], len)
+        self.files.set_len(file, len)
     }
     fn read(&mut self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.files[file].read_exact_at(buf, offset)
+        self.files.read(file, offset, buf)
     }
     fn write(&mut self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.files[file].write_all_at(buf, offset)?;
-        if self.flags.dsync {
-            self.files[file].sync_data()?;
-        }
-        Ok(())
+        self.files.write(file, offset, buf)
     }
     fn sync(&mut self, file: FileId) -> io::Result<()> {
-        self.files[file].sync_all()
+        self.files.sync(file)
     }
     fn push(&mut self, req: IoReq) -> Result<(), IoReq> {
         self.queued.push(req);
@@ -93,7 +128,7 @@ impl Backend for Psync {
         let mut touched: Vec<FileId> = Vec::new();
         let start = self.done.len();
         for mut r in self.queued.drain(..) {
-            let f = &self.files[r.file];
+            let f = &self.files.get(r.file);
             let result = match r.kind {
                 IoKind::Read => f.read_exact_at(&mut r.buf, r.offset),
                 IoKind::Write => {
@@ -110,9 +145,9 @@ impl Backend for Psync {
                 result,
             });
         }
-        if self.flags.dsync {
+        if self.files.flags.dsync {
             for f in touched {
-                if let Err(e) = self.files[f].sync_data() {
+                if let Err(e) = self.files.get(f).sync_data() {
                     for d in &mut self.done[start..] {
                         if d.kind == IoKind::Write && d.result.is_ok() {
                             d.result = Err(io::Error::new(e.kind(), e.to_string()));

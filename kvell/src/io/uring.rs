@@ -4,19 +4,16 @@
 // This module holds the crate's unsafe code, each use with a SAFETY comment.
 #![allow(unsafe_code)]
 
-use super::psync::{grow, open_file};
+use super::psync::Files;
 use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
 use io_uring::{IoUring, opcode, types};
-use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 pub struct Uring {
-    flags: IoFlags,
     ring: IoUring,
-    files: Vec<File>,
+    files: Files,
     /// In-flight requests by user_data; owns their buffers until completion.
     inflight: Vec<Option<IoReq>>,
     free_slots: Vec<usize>,
@@ -27,9 +24,8 @@ impl Uring {
     pub fn new(flags: IoFlags, entries: u32) -> io::Result<Uring> {
         let entries = entries.clamp(1, 4096).next_power_of_two();
         Ok(Uring {
-            flags,
             ring: IoUring::new(entries)?,
-            files: Vec::new(),
+            files: Files::new(flags),
             inflight: Vec::new(),
             free_slots: Vec::new(),
             count: 0,
@@ -67,33 +63,28 @@ impl Uring {
 
 impl Backend for Uring {
     fn open(&mut self, path: &Path) -> io::Result<FileId> {
-        self.files.push(open_file(path, self.flags.direct)?);
-        Ok(self.files.len() - 1)
+        self.files.open(path)
     }
     fn len(&self, file: FileId) -> io::Result<u64> {
-        Ok(self.files[file].metadata()?.len())
+        self.files.len(file)
     }
     fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
-        grow(&self.files[file], len)
+        self.files.set_len(file, len)
     }
     fn read(&mut self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        self.files[file].read_exact_at(buf, offset)
+        self.files.read(file, offset, buf)
     }
     fn write(&mut self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
-        self.files[file].write_all_at(buf, offset)?;
-        if self.flags.dsync {
-            self.files[file].sync_data()?;
-        }
-        Ok(())
+        self.files.write(file, offset, buf)
     }
     fn sync(&mut self, file: FileId) -> io::Result<()> {
-        self.files[file].sync_all()
+        self.files.sync(file)
     }
     fn push(&mut self, mut req: IoReq) -> Result<(), IoReq> {
         if self.ring.submission().is_full() {
             return Err(req);
         }
-        let fd = types::Fd(self.files[req.file].as_raw_fd());
+        let fd = types::Fd(self.files.get(req.file).as_raw_fd());
         let len = req.buf.len() as u32;
         let slot = self.free_slots.pop().unwrap_or_else(|| {
             self.inflight.push(None);
@@ -104,7 +95,11 @@ impl Backend for Uring {
                 .offset(req.offset)
                 .build(),
             IoKind::Write => {
-                let flags = if self.flags.dsync { libc::RWF_DSYNC } else { 0 };
+                let flags = if self.files.flags.dsync {
+                    libc::RWF_DSYNC
+                } else {
+                    0
+                };
                 opcode::Write::new(fd, req.buf.as_ptr(), len)
                     .offset(req.offset)
                     .rw_flags(flags as _)
