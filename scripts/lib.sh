@@ -41,9 +41,10 @@ ensure_rust() {
     fi
 }
 
-# Everything the build needs from the system: a C toolchain for the -sys crates.
+# Everything the build needs from the system: a C/C++ toolchain for the -sys crates
+# and libclang for RocksDB's bindgen (librocksdb-sys).
 ensure_build_deps() {
     if command -v dpkg-query >/dev/null 2>&1; then
-        ensure_apt build-essential pkg-config
+        ensure_apt build-essential pkg-config libclang-dev
     fi
 }

@@ -52,6 +52,13 @@ enum Cmd {
     /// read, write and mixed IOPS at several queue depths, and sequential bandwidth;
     /// runs then state the ceiling for their I/O mix and the fraction reached.
     Device(DeviceArgs),
+    /// Compare I/O methods on one file (the paper's Table 3): random 4 KiB reads and
+    /// writes through mmap (1 and several threads), synchronous O_DIRECT pread/pwrite,
+    /// and io_uring at queue depth 1 and 64.
+    Iomethods(IoMethodsArgs),
+    /// Recovery time after a crash: load the records, run the workload in a child
+    /// process, kill it with SIGKILL, reopen the engine (timed) and check the records.
+    Recovery(RecoveryArgs),
     /// Durability audit: kill a writing child with SIGKILL at random moments, reopen,
     /// and check every acknowledged write (and the recovery time).
     Crash(CrashArgs),
@@ -60,6 +67,13 @@ enum Cmd {
     CrashChild(CrashChildArgs),
     /// List the engines of this build.
     Engines,
+    /// Print this machine's description (CPU, memory, kernel, the disk under --data)
+    /// as JSON, the object every result file carries.
+    Machine {
+        /// A directory on the disk to describe.
+        #[arg(long, default_value = ".")]
+        data: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +140,48 @@ struct DeviceArgs {
     #[arg(long)]
     keep: bool,
     /// Where to write the result (default results/device/device-<disk>.json).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct IoMethodsArgs {
+    /// Directory on the disk to measure (the file is written there and removed).
+    #[arg(long, default_value = "data")]
+    data: PathBuf,
+    /// Size of the file.
+    #[arg(long, default_value = "4G")]
+    size: String,
+    /// Seconds per point.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Thread counts for mmap, comma-separated (the paper: 1 and 8).
+    #[arg(long, value_delimiter = ',', default_value = "1,8")]
+    mmap_threads: Vec<usize>,
+    /// Where to write the result.
+    #[arg(long, default_value = "results/iomethods.json")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct RecoveryArgs {
+    /// Engine to crash and reopen.
+    #[arg(long)]
+    engine: String,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Seconds the workload runs in the child before the kill.
+    #[arg(long, default_value_t = 5.0)]
+    run_seconds: f64,
+    /// Kill-and-reopen cycles.
+    #[arg(long, default_value_t = 1)]
+    cycles: u64,
+    /// Records read back after each reopen (evenly spaced over the key space; 0 = all).
+    #[arg(long, default_value_t = 10000)]
+    verify: u64,
+    /// Write the JSON result here.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -1091,6 +1147,194 @@ fn cmd_device(a: &DeviceArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn write_json(out: &Path, j: &serde_json::Value) -> Result<(), String> {
+    if let Some(d) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
+    std::fs::write(
+        out,
+        serde_json::to_string_pretty(j).map_err(|e| e.to_string())? + "\n",
+    )
+    .map_err(|e| format!("cannot write {}: {e}", out.display()))
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn cmd_iomethods(a: &IoMethodsArgs) -> Result<(), String> {
+    let bytes = kvapi::parse_bytes(&a.size)
+        .ok_or_else(|| format!("--size: expected a size such as 4G, got '{}'", a.size))?;
+    if a.seconds.is_nan() || a.seconds <= 0.0 {
+        return Err("--seconds must be positive".into());
+    }
+    std::fs::create_dir_all(&a.data)
+        .map_err(|e| format!("cannot create {}: {e}", a.data.display()))?;
+    let machine = Machine::describe(Some(&a.data));
+    let c = crate::iomethods::Config {
+        file: a.data.join("kvtb-iomethods.dat"),
+        file_bytes: bytes,
+        seconds: a.seconds,
+        mmap_threads: a.mmap_threads.clone(),
+        seed: 1,
+    };
+    let started = unix_now();
+    let r = crate::iomethods::measure(&c);
+    let _ = std::fs::remove_file(&c.file);
+    let points = r?;
+    println!("# I/O methods, 4 KiB random I/O: {}", machine.one_line());
+    println!("op        method    threads  qd      IOPS   mean us    p99 us  cpu us/IO");
+    for p in &points {
+        println!(
+            "{:<9} {:<9} {:>7} {:>3} {:>9.0} {:>9.1} {:>9.1} {:>10.1}",
+            p.op,
+            p.method,
+            p.threads,
+            p.queue_depth,
+            p.iops,
+            p.lat_mean_us,
+            p.lat_p99_us,
+            p.cpu_us_per_io
+        );
+    }
+    let j = serde_json::json!({
+        "kind": "iomethods",
+        "command": std::env::args().collect::<Vec<_>>(),
+        "started_unix_s": started,
+        "machine": machine,
+        "file": c.file,
+        "file_bytes": bytes / (1 << 20) * (1 << 20),
+        "memory_bytes": machine.memory_bytes,
+        "block_bytes": 4096,
+        "points": points,
+        "notes": crate::iomethods::notes(&c),
+    });
+    write_json(&a.out, &j)?;
+    println!("result written to {}", a.out.display());
+    Ok(())
+}
+
+/// The arguments that make a child `ycsb run` drive the same workload the same way.
+fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(x) = &w.workload {
+        v.extend(["-w".to_string(), x.clone()]);
+    }
+    for f in &w.property_files {
+        v.extend(["-P".to_string(), f.display().to_string()]);
+    }
+    for p in &w.props {
+        v.extend(["-p".to_string(), p.clone()]);
+    }
+    v.extend(["--seed".to_string(), w.seed.to_string()]);
+    let opt = |v: &mut Vec<String>, k: &str, x: Option<String>| {
+        if let Some(x) = x {
+            v.extend([k.to_string(), x]);
+        }
+    };
+    opt(&mut v, "--threads", d.threads.map(|x| x.to_string()));
+    opt(&mut v, "--target", d.target.map(|x| x.to_string()));
+    opt(&mut v, "--qd", d.qd.map(|x| x.to_string()));
+    opt(&mut v, "--memory", d.memory.clone());
+    opt(&mut v, "--warmup", d.warmup.map(|x| x.to_string()));
+    opt(
+        &mut v,
+        "--device-result",
+        d.device_result.as_ref().map(|p| p.display().to_string()),
+    );
+    v.extend(["--arrival".to_string(), d.arrival.clone()]);
+    v.extend(["--data".to_string(), d.data.display().to_string()]);
+    v
+}
+
+fn cmd_recovery(a: &RecoveryArgs) -> Result<(), String> {
+    if !engines::is_built(&a.engine) || a.engine == "null" {
+        return Err(format!(
+            "unknown, unbuilt or stateless engine '{}' (built: {})",
+            a.engine,
+            engines::built().join(", ")
+        ));
+    }
+    if !(a.run_seconds.is_finite() && a.run_seconds > 0.0) || a.cycles == 0 {
+        return Err("--run-seconds must be positive and --cycles at least 1".into());
+    }
+    let mut s = session(&a.workload, &a.drive, engines::ALL)?;
+    s.progress = false;
+    let mem = memory(&a.drive)?;
+    eprintln!(
+        "loading {} records into {} ...",
+        s.workload.recordcount, a.engine
+    );
+    let load = run_engine(&s, &a.engine, &a.drive.data, mem, true, (true, false))?;
+    let exe = std::env::current_exe().map_err(|e| format!("locating ycsb: {e}"))?;
+    let mut child_args = vec!["run".to_string(), "--engine".into(), a.engine.clone()];
+    child_args.extend(forward_args(&a.workload, &a.drive));
+    // The child runs far longer than the kill comes, reporting every second.
+    child_args.extend([
+        "--duration".into(),
+        "1000000".into(),
+        "-p".into(),
+        "operationcount=1000000000000".into(),
+    ]);
+    let opts = engines::options(&a.engine, &s.props, &a.drive.data, mem);
+    let r = crate::recovery::measure(
+        &crate::recovery::Plan {
+            exe,
+            child_args,
+            run_seconds: a.run_seconds,
+            cycles: a.cycles,
+            verify: a.verify,
+        },
+        &s.workload,
+        &|| engines::open(&a.engine, &opts),
+        &opts.path("dir", ""),
+    )?;
+    let value_bytes = s.workload.max_value_len() as u64;
+    println!(
+        "engine    durability  records  cycles  data MiB  recovery median  max       verified  missing"
+    );
+    let max = r.cycles.iter().map(|c| c.recovery_s).fold(0.0, f64::max);
+    let missing: u64 = r.cycles.iter().map(|c| c.missing_records).sum();
+    println!(
+        "{:<9} {:<11} {:>7} {:>7} {:>9.0} {:>15.3}s {:>8.3}s {:>9} {:>8}",
+        a.engine,
+        load.engine.durability,
+        s.workload.recordcount,
+        a.cycles,
+        r.cycles.last().map_or(0, |c| c.data_bytes) as f64 / (1 << 20) as f64,
+        r.median_s,
+        max,
+        r.cycles.iter().map(|c| c.verified_records).sum::<u64>(),
+        missing
+    );
+    if let Some(out) = &a.out {
+        let j = serde_json::json!({
+            "kind": "recovery",
+            "command": std::env::args().collect::<Vec<_>>(),
+            "started_unix_s": load.started_unix_s,
+            "machine": load.machine,
+            "engine": load.engine,
+            "workload": s.name,
+            "records": s.workload.recordcount,
+            "value_bytes": value_bytes,
+            "cycles": r.cycles,
+            "recovery_s_median": r.median_s,
+            "counters_after_open": r.counters_after_open,
+        });
+        write_json(out, &j)?;
+        println!("result written to {}", out.display());
+    }
+    if missing > 0 {
+        return Err(format!(
+            "{missing} loaded records were missing after recovery"
+        ));
+    }
+    Ok(())
+}
+
 fn write_trace(records: &[crate::trace::Record], out: &Path, format: &str) -> Result<(), String> {
     let mut sink: Box<dyn Write> = if out.as_os_str() == "-" {
         Box::new(std::io::BufWriter::new(std::io::stdout()))
@@ -1224,8 +1468,13 @@ pub fn main() -> i32 {
             None => cmd_trace(&t.generate),
         },
         Cmd::Device(a) => cmd_device(a),
+        Cmd::Iomethods(a) => cmd_iomethods(a),
+        Cmd::Recovery(a) => cmd_recovery(a),
         Cmd::Crash(a) => cmd_crash(a),
         Cmd::CrashChild(a) => cmd_crash_child(a),
+        Cmd::Machine { data } => serde_json::to_string_pretty(&Machine::describe(Some(data)))
+            .map(|j| println!("{j}"))
+            .map_err(|e| e.to_string()),
         Cmd::Engines => {
             for e in engines::ALL {
                 println!(

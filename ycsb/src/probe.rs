@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 const BLOCK: usize = 4096;
 
 /// A page-aligned buffer for O_DIRECT.
-struct Aligned {
+pub(crate) struct Aligned {
     ptr: *mut u8,
     layout: std::alloc::Layout,
 }
 
 impl Aligned {
-    fn new(len: usize) -> Aligned {
+    pub(crate) fn new(len: usize) -> Aligned {
         let layout =
             std::alloc::Layout::from_size_align(len.max(BLOCK), BLOCK).expect("valid layout");
         // SAFETY: the layout has a non-zero size.
@@ -31,7 +31,7 @@ impl Aligned {
         assert!(!ptr.is_null(), "out of memory allocating {len} bytes");
         Aligned { ptr, layout }
     }
-    fn slice_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn slice_mut(&mut self) -> &mut [u8] {
         // SAFETY: ptr is valid for layout.size() bytes for our lifetime, uniquely borrowed.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
     }
@@ -47,7 +47,7 @@ impl Drop for Aligned {
 /// One measured point.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
-    /// `randread`, `randwrite`, `mixed` or `seqread`.
+    /// `randread`, `randwrite`, `mixed`, `seqread` or `seqwrite`.
     pub pattern: String,
     pub queue_depth: usize,
     pub block_bytes: usize,
@@ -121,7 +121,7 @@ pub struct ProbeConfig {
     pub seed: u64,
 }
 
-fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
+pub(crate) fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
@@ -133,7 +133,7 @@ fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
 
 /// Writes the whole file once (reads of never-written extents would not reach the
 /// device) and returns the sequential write bandwidth in MiB/s.
-fn fill(path: &Path, bytes: u64) -> Result<f64, String> {
+pub(crate) fn fill(path: &Path, bytes: u64) -> Result<f64, String> {
     let f = open_direct(path, true).map_err(|e| {
         format!(
             "cannot open {} with O_DIRECT (a tmpfs or network filesystem?): {e}",
@@ -160,7 +160,7 @@ fn fill(path: &Path, bytes: u64) -> Result<f64, String> {
 
 /// Runs one pattern at one queue depth for `secs` seconds.
 #[allow(clippy::too_many_arguments)]
-fn run_point(
+pub(crate) fn run_point(
     f: &File,
     file_bytes: u64,
     pattern: &str,
@@ -180,7 +180,7 @@ fn run_point(
     let mut seq_next = 0u64;
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
     let mut next_offset = |rng: &mut Rng| -> u64 {
-        if pattern == "seqread" {
+        if pattern.starts_with("seq") {
             let o = (seq_next % blocks) * block as u64;
             seq_next += 1;
             o
@@ -295,7 +295,11 @@ pub fn probe(c: &ProbeConfig) -> Result<(f64, Vec<Point>), String> {
     // slower than it can. A pause lets the fill and each write pattern settle.
     let mut plan: Vec<(&str, usize, usize)> = Vec::new();
     plan.push(("seqread", 8, 1 << 20));
-    for pat in ["randread", "randwrite", "mixed"] {
+    for pat in ["randread", "seqwrite", "randwrite", "mixed"] {
+        if pat == "seqwrite" {
+            plan.push(("seqwrite", 8, 1 << 20));
+            continue;
+        }
         for &qd in &c.queue_depths {
             plan.push((pat, qd, BLOCK));
         }
@@ -304,7 +308,7 @@ pub fn probe(c: &ProbeConfig) -> Result<(f64, Vec<Point>), String> {
     std::thread::sleep(settle);
     let mut last = "";
     for (pat, qd, block) in plan {
-        if pat != last && last != "seqread" && !last.is_empty() {
+        if pat != last && last != "seqread" && last != "randread" && !last.is_empty() {
             std::thread::sleep(settle);
         }
         last = pat;
@@ -393,7 +397,7 @@ mod tests {
         };
         let (fill, points) = probe(&c).unwrap();
         assert!(fill > 0.0);
-        assert_eq!(points.len(), 7);
+        assert_eq!(points.len(), 8);
         assert!(
             points
                 .iter()

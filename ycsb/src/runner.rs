@@ -327,10 +327,16 @@ fn progress(label: &str, total: Option<u64>) -> Tick {
         })
     } else {
         let mut done = 0u64;
+        // Every 10 s by default; YCSB_STATUS_INTERVAL=N for every N seconds.
+        let every = std::env::var("YCSB_STATUS_INTERVAL")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(10);
         Box::new(move |s: &Sample| {
             done += s.total_ops;
             let whole = s.t.round() as u64;
-            if whole > 0 && whole.is_multiple_of(10) {
+            if whole > 0 && whole.is_multiple_of(every) {
                 eprintln!(
                     "[{label}] {whole} s: {done} operations; {:.0} current ops/sec",
                     s.ops_per_sec

@@ -907,3 +907,72 @@ fn crash_audit_catches_lost_writes_without_a_wal_and_passes_with_one() {
     assert!(acked > 0);
     assert_eq!((lost, corrupt), (0, 0), "{}", stdout(&o));
 }
+
+#[test]
+fn recovery_kills_a_running_workload_and_times_the_reopen() {
+    let t = Tmp::new("recovery");
+    let out = t.s("rec.json");
+    let o = ycsb(&[
+        "recovery",
+        "--engine",
+        "kvell",
+        "-w",
+        "A",
+        "-p",
+        "recordcount=3000",
+        "--qd",
+        "16",
+        "--data",
+        &t.s("data"),
+        "--run-seconds",
+        "1",
+        "--cycles",
+        "2",
+        "--verify",
+        "0",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(j["kind"], "recovery");
+    assert_eq!(j["engine"]["name"], "kvell");
+    let cycles = j["cycles"].as_array().unwrap();
+    assert_eq!(cycles.len(), 2);
+    for c in cycles {
+        // Killed mid-run: the child had reported operations, every record read back.
+        assert!(c["ops_before_kill"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["verified_records"].as_u64(), Some(3000), "{c}");
+        assert_eq!(c["missing_records"].as_u64(), Some(0), "{c}");
+        assert!(c["recovery_s"].as_f64().unwrap() > 0.0);
+        assert!(c["data_bytes"].as_u64().unwrap() > 3000 * 1000);
+    }
+    assert!(j["counters_after_open"]["items"].as_u64().unwrap() >= 3000);
+    // A stateless engine and a bad duration are refused up front.
+    assert_clean_error(
+        &ycsb(&["recovery", "--engine", "null", "-w", "A"]),
+        "stateless",
+    );
+    assert_clean_error(
+        &ycsb(&[
+            "recovery",
+            "--engine",
+            "kvell",
+            "-w",
+            "A",
+            "--run-seconds",
+            "0",
+        ]),
+        "--run-seconds",
+    );
+}
+
+#[test]
+fn machine_prints_the_description_results_carry() {
+    let o = ycsb(&["machine", "--data", "."]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(j["cores"].as_u64().unwrap() >= 1);
+    assert!(j["kernel"].as_str().is_some());
+}
