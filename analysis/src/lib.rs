@@ -10,12 +10,17 @@
 //! let written = analysis::render_dir(std::path::Path::new("results/compare"), None)?;
 //! # Ok::<(), String>(())
 //! ```
+//!
+//! [`paper::render_paper`] does the same for a reproduce-paper directory: the paper's
+//! figures, a README for the directory and `paper-repro.md`, which sets each of our
+//! numbers next to the paper's (constants in [`paper::reference`]).
 
 #![deny(unsafe_code)]
 
 mod charts;
 pub mod hist;
 pub mod model;
+pub mod paper;
 mod report;
 
 use model::{Loaded, Machine, RunFile};
@@ -51,10 +56,12 @@ pub struct Dataset {
     pub skipped: Vec<String>,
     /// `ycsb device` results found beside the runs: what the disk can do.
     pub probes: Vec<(PathBuf, model::DeviceProbe)>,
+    /// Extra lines for every chart's caption (the scale of a paper run).
+    pub caption_notes: Vec<String>,
 }
 
 /// Engines in the order the design lists them; unknown ones before `null`.
-fn engine_rank(name: &str) -> (u8, String) {
+pub(crate) fn engine_rank(name: &str) -> (u8, String) {
     let r = match name {
         "kvell" => 0,
         "wal" => 1,
@@ -142,6 +149,7 @@ impl Dataset {
             engines: engines.into_iter().map(|(l, _)| l).collect(),
             skipped,
             probes,
+            caption_notes: Vec::new(),
         }
     }
 

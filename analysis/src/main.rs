@@ -5,9 +5,17 @@ use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage: kvtb-report charts <DIR> [--title TEXT]
+       kvtb-report paper <DIR> [--md PATH] [--title TEXT]
 
-Reads every *.json result file under DIR (the `ycsb` driver's output), renders
-charts into DIR (PNG and SVG) and writes DIR/report.md; prints the files written.";
+charts: reads every *.json result file under DIR (the `ycsb` driver's output),
+        renders charts into DIR (PNG and SVG) and writes DIR/report.md.
+paper:  reads a reproduce-paper directory (manifest.json, device/, iomethods/,
+        ycsb/, production/, itemsize/, recovery/, batch/), renders every paper
+        figure its files allow into DIR/charts/ (PNG and SVG), writes DIR/README.md
+        and paper-repro.md (at PATH, default DIR/paper-repro.md). Absent parts are
+        skipped with a note; a file that does not parse is an error naming it.
+
+Both print the files written.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,23 +30,29 @@ fn main() -> ExitCode {
 
 fn run(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
-    match it.next().map(String::as_str) {
-        Some("charts") => {}
+    let paper = match it.next().map(String::as_str) {
+        Some("charts") => false,
+        Some("paper") => true,
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             return Ok(());
         }
         Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
         None => return Err(USAGE.into()),
-    }
+    };
     let mut dir: Option<PathBuf> = None;
     let mut title: Option<String> = None;
+    let mut md: Option<PathBuf> = None;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--title" => {
                 title = Some(it.next().ok_or("--title needs a value")?.clone());
             }
             s if s.starts_with("--title=") => title = Some(s["--title=".len()..].to_string()),
+            "--md" if paper => {
+                md = Some(PathBuf::from(it.next().ok_or("--md needs a path")?));
+            }
+            s if paper && s.starts_with("--md=") => md = Some(PathBuf::from(&s["--md=".len()..])),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -56,7 +70,11 @@ fn run(args: &[String]) -> Result<(), String> {
     if !dir.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
     }
-    let files = analysis::render_dir(&dir, title.as_deref())?;
+    let files = if paper {
+        analysis::paper::render_paper(&dir, md.as_deref(), title.as_deref())?
+    } else {
+        analysis::render_dir(&dir, title.as_deref())?
+    };
     for f in files {
         println!("{}", f.display());
     }

@@ -70,8 +70,23 @@ pub struct Engine {
     pub cache_bytes: Option<u64>,
     #[serde(default)]
     pub direct_io: Option<bool>,
+    /// The engine's resolved options (`batch`, `queue_depth`, ...), as the engine
+    /// reported them.
+    #[serde(default)]
+    pub settings: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     pub notes: Vec<String>,
+}
+
+impl Engine {
+    /// A setting as a number (`"64"` and `64` both read as 64).
+    pub fn setting_f64(&self, key: &str) -> Option<f64> {
+        match self.settings.get(key)? {
+            serde_json::Value::Number(n) => n.as_f64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -104,6 +119,23 @@ pub struct Phase {
     pub ceiling: Option<Ceiling>,
     pub ops: Vec<OpSummary>,
     pub timeline: Vec<Sample>,
+    /// The engine's counters around the phase; `None` where the engine cannot count.
+    pub counters_before: BTreeMap<String, Option<u64>>,
+    pub counters_after: BTreeMap<String, Option<u64>>,
+}
+
+impl Phase {
+    /// How much an engine counter grew over the phase.
+    pub fn counter_delta(&self, name: &str) -> Option<u64> {
+        let a = (*self.counters_after.get(name)?)?;
+        let b = self
+            .counters_before
+            .get(name)
+            .copied()
+            .flatten()
+            .unwrap_or(0);
+        Some(a.saturating_sub(b))
+    }
 }
 
 /// Device counters over a phase (whole device, from /proc/diskstats).
@@ -111,6 +143,10 @@ pub struct Phase {
 #[serde(default)]
 pub struct DeviceUse {
     pub device: String,
+    pub reads: Option<u64>,
+    pub writes: Option<u64>,
+    pub read_bytes: Option<u64>,
+    pub write_bytes: Option<u64>,
     /// Fraction of the time the device had I/O in flight.
     pub utilisation: Option<f64>,
     pub read_iops: Option<f64>,
@@ -124,6 +160,12 @@ pub struct DeviceUse {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Ceiling {
+    /// The `ycsb device` result the ceiling comes from.
+    pub device_result: String,
+    pub read_fraction: Option<f64>,
+    /// The device's IOPS for the phase's read/write mix.
+    pub device_iops: Option<f64>,
+    pub ios_per_op: Option<f64>,
     pub ceiling_ops_sec: Option<f64>,
     /// Measured throughput / ceiling.
     pub fraction: Option<f64>,
@@ -168,6 +210,8 @@ pub struct Sample {
     pub cpu_sys_s: f64,
     /// Fraction of the interval the data directory's device was busy.
     pub dev_util: Option<f64>,
+    pub dev_read_iops: Option<f64>,
+    pub dev_write_iops: Option<f64>,
 }
 
 /// What an op summary measures, from its name's prefix.
@@ -238,8 +282,10 @@ pub struct ProbePoint {
     pub pattern: String,
     pub queue_depth: usize,
     pub block_bytes: usize,
+    pub read_fraction: f64,
     pub iops: f64,
     pub mib_per_s: f64,
+    pub lat_mean_us: f64,
     pub lat_p50_us: f64,
     pub lat_p99_us: f64,
 }
@@ -249,6 +295,8 @@ pub struct ProbePoint {
 #[serde(default)]
 pub struct DeviceProbe {
     pub command: Vec<String>,
+    pub started_unix_s: u64,
+    pub file_bytes: u64,
     pub machine: Machine,
     pub fill_mib_per_s: f64,
     pub points: Vec<ProbePoint>,
@@ -334,4 +382,120 @@ pub fn load_dir(dir: &Path) -> Result<Found, String> {
         }
     }
     Ok(found)
+}
+
+/// `manifest.json` of a reproduce-paper run (`"kind": "paper-run"`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    pub kind: String,
+    /// `ci`, `small` or `paper`.
+    pub scale: String,
+    pub command: Vec<String>,
+    pub started_unix_s: u64,
+    pub finished_unix_s: u64,
+    pub machine: Machine,
+    pub records: u64,
+    pub value_bytes: u64,
+    #[serde(deserialize_with = "null_as_zero")]
+    pub memory_bytes: u64,
+    pub queue_depth: u64,
+    pub operations: u64,
+    pub scan_operations: u64,
+    pub engines: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// One point of an I/O methods comparison.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct IoPoint {
+    /// `mmap`, `pread` or `io_uring`.
+    pub method: String,
+    /// `randread` or `randwrite`.
+    pub op: String,
+    pub threads: usize,
+    pub queue_depth: usize,
+    pub iops: f64,
+    pub mib_per_s: f64,
+    pub lat_mean_us: f64,
+    pub lat_p99_us: f64,
+    pub cpu_us_per_io: f64,
+    /// Page faults that went to the disk per I/O (mmap points).
+    pub major_faults_per_io: Option<f64>,
+    pub seconds: f64,
+}
+
+/// An I/O methods result (`"kind": "iomethods"`): the paper's Table 3.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct IoMethods {
+    pub kind: String,
+    pub command: Vec<String>,
+    pub started_unix_s: u64,
+    pub machine: Machine,
+    pub file: String,
+    pub file_bytes: u64,
+    /// The machine's memory; 0 where the driver could not read it (`null`).
+    #[serde(deserialize_with = "null_as_zero")]
+    pub memory_bytes: u64,
+    pub block_bytes: u64,
+    pub points: Vec<IoPoint>,
+    pub notes: Vec<String>,
+}
+
+/// One kill-and-reopen cycle of a recovery test.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct RecoveryCycle {
+    pub run_s_before_kill: f64,
+    pub ops_before_kill: u64,
+    /// Bytes of the engine's data directory when it was killed.
+    pub data_bytes: u64,
+    pub recovery_s: f64,
+    pub verified_records: u64,
+    pub missing_records: u64,
+}
+
+/// A recovery result (`"kind": "recovery"`): reopen time after a SIGKILL.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Recovery {
+    pub kind: String,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub started_unix_s: u64,
+    #[serde(default)]
+    pub machine: Machine,
+    pub engine: Engine,
+    #[serde(default)]
+    pub workload: String,
+    #[serde(default)]
+    pub records: u64,
+    #[serde(default)]
+    pub value_bytes: u64,
+    pub cycles: Vec<RecoveryCycle>,
+    #[serde(default)]
+    pub recovery_s_median: f64,
+    #[serde(default)]
+    pub counters_after_open: BTreeMap<String, Option<u64>>,
+}
+
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Option::<u64>::deserialize(d).map(Option::unwrap_or_default)
+}
+
+/// Parses a JSON file of a given `kind`; the error says what is wrong with it.
+pub fn parse_kind<T: serde::de::DeserializeOwned>(text: &str, kind: &str) -> Result<T, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let found = v
+        .as_object()
+        .ok_or("not a JSON object")?
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or_else(|| format!("no `kind` field (expected \"{kind}\")"))?;
+    if found != kind {
+        return Err(format!("`kind` is \"{found}\", expected \"{kind}\""));
+    }
+    serde_json::from_value(v).map_err(|e| format!("not a valid \"{kind}\" file: {e}"))
 }

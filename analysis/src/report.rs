@@ -6,7 +6,7 @@ use crate::model::{Measure, OpSummary, RunFile};
 use crate::{Dataset, Group, human_bytes, machine_line, workload_line};
 use std::fmt::Write as _;
 
-fn num(x: f64) -> String {
+pub(crate) fn num(x: f64) -> String {
     if x >= 100.0 {
         // thousands separators, no decimals
         let s = format!("{x:.0}");
@@ -195,7 +195,7 @@ fn table(g: &Group) -> String {
     s
 }
 
-fn shell_quote(a: &str) -> String {
+pub(crate) fn shell_quote(a: &str) -> String {
     if !a.is_empty()
         && a.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))

@@ -22,6 +22,11 @@ pub(super) struct Bars {
     pub(super) value_labels: bool,
     /// A horizontal mark across each category (the device's ceiling), if any.
     pub(super) marks: Vec<Option<f64>>,
+    /// A short black mark across single bars, `bar_marks[category][series]` (each
+    /// run's own ceiling); unlabelled, the legend says what it is.
+    pub(super) bar_marks: Vec<Vec<Option<f64>>>,
+    /// Text above single bars, `notes[category][series]`, in place of the value label.
+    pub(super) notes: Vec<Vec<Option<String>>>,
 }
 
 impl Bars {
@@ -50,6 +55,7 @@ impl Bars {
             .flatten()
             .flatten()
             .chain(self.marks.iter().flatten())
+            .chain(self.bar_marks.iter().flatten().flatten())
             .copied()
             .filter(|v| v.is_finite() && *v > 0.0)
             .collect();
@@ -121,14 +127,63 @@ impl Bars {
                 })
                 .collect();
             chart.draw_series(rects).map_err(de)?;
+            let bar_marks: Vec<_> = self
+                .bar_marks
+                .iter()
+                .zip(&xs)
+                .filter_map(|(row, &x)| {
+                    let m = row.get(si).copied().flatten()?;
+                    if !(m.is_finite() && m > y_lo) {
+                        return None;
+                    }
+                    let x0 = x - 0.4 + bw * si as f64;
+                    Some(PathElement::new(
+                        [(x0 - 0.01, m), (x0 + bw + 0.01, m)],
+                        BLACK.stroke_width(3),
+                    ))
+                })
+                .collect();
+            chart.draw_series(bar_marks).map_err(de)?;
+            let notes: Vec<_> = self
+                .notes
+                .iter()
+                .zip(&self.values)
+                .zip(&xs)
+                .filter_map(|((row, vals), &x)| {
+                    let n = row.get(si).cloned().flatten()?;
+                    let v = vals.get(si).copied().flatten()?;
+                    if !(v.is_finite() && v > y_lo) {
+                        return None;
+                    }
+                    let xc = x - 0.4 + bw * (si as f64 + 0.5);
+                    Some(
+                        EmptyElement::at((xc, v))
+                            + Text::new(
+                                n,
+                                (0, -3),
+                                font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                            ),
+                    )
+                })
+                .collect();
+            chart.draw_series(notes).map_err(de)?;
             if self.value_labels {
                 let labels: Vec<_> = self
                     .values
                     .iter()
                     .zip(&xs)
-                    .filter_map(|(row, &x)| {
+                    .enumerate()
+                    .filter_map(|(ci, (row, &x))| {
                         let v = row.get(si).copied().flatten()?;
                         if !(v.is_finite() && v > y_lo) {
+                            return None;
+                        }
+                        if self
+                            .notes
+                            .get(ci)
+                            .and_then(|r| r.get(si))
+                            .is_some_and(Option::is_some)
+                        {
                             return None;
                         }
                         let xc = x - 0.4 + bw * (si as f64 + 0.5);

@@ -79,6 +79,8 @@ impl Chart for Cpu<'_> {
             y_range: None,
             value_labels: true,
             marks: vec![],
+            bar_marks: vec![],
+            notes: vec![],
         }
         .draw(&left)?;
         self.utilisation(&right)

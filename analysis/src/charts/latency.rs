@@ -123,6 +123,8 @@ impl Chart for Latency<'_> {
                 y_range: Some(range),
                 value_labels: false,
                 marks: vec![],
+                bar_marks: vec![],
+                notes: vec![],
             }
             .draw(area)?;
         }

@@ -15,6 +15,7 @@ mod bars;
 mod cdf;
 mod cpu;
 mod latency;
+pub(crate) mod paper;
 mod throughput;
 mod timeline;
 
@@ -223,6 +224,7 @@ fn caption_for(ds: &Dataset, groups: &[&Group]) -> Vec<String> {
         }
     }
     out.push(format!("Engines: {}", seen.join(" | ")));
+    out.extend(ds.caption_notes.iter().cloned());
     out
 }
 

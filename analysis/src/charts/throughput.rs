@@ -65,6 +65,8 @@ impl Throughput<'_> {
             y_range: None,
             value_labels: true,
             marks,
+            bar_marks: vec![],
+            notes: vec![],
         }
     }
 }

@@ -1,0 +1,72 @@
+//! The paper's numbers, as `/work/shared/REFERENCE.md` ("The paper's numbers") reads
+//! them off the KVell paper (SOSP 2019: Optane 905P, 4 cores, YCSB 1 KiB items, cache a
+//! third of the data). The only numbers in the analysis that do not come from result
+//! files; each names where it comes from.
+
+/// Where the paper's numbers come from, as cited in the generated report.
+pub const SOURCE: &str = "KVell paper (SOSP 2019), as read off its figures in REFERENCE.md \
+                          \"The paper's numbers\"";
+
+/// The paper's machine.
+pub const MACHINE: &str = "Intel Optane 905P, 4 cores; YCSB 1 KiB items, cache = 1/3 of the data";
+pub const CORES: usize = 4;
+/// The cache as a fraction of the data set.
+pub const CACHE_FRACTION: f64 = 1.0 / 3.0;
+
+/// YCSB throughput (thousand operations per second), Figs. 5 (uniform) and 8
+/// (zipfian): (workload, distribution, RocksDB, KVell). PebblesDB, TokuMX and
+/// WiredTiger have no engine here.
+pub const YCSB_KOPS: [(char, &str, f64, f64); 8] = [
+    ('a', "uniform", 52.0, 419.0),
+    ('a', "zipfian", 239.0, 867.0),
+    ('b', "uniform", 221.0, 597.0),
+    ('b', "zipfian", 402.0, 1611.0),
+    ('c', "uniform", 280.0, 716.0),
+    ('c', "zipfian", 751.0, 1843.0),
+    ('e', "uniform", 14.5, 13.9),
+    ('e', "zipfian", 20.2, 40.5),
+];
+
+/// YCSB A: KVell's 420K ops/s is 98% of a 428K ceiling (500K IOPS / 1.17 I/Os per
+/// request).
+pub const A_KVELL_KOPS: f64 = 420.0;
+pub const A_CEILING_KOPS: f64 = 428.0;
+pub const A_CEILING_FRACTION: f64 = 0.98;
+pub const A_DEVICE_KIOPS: f64 = 500.0;
+pub const A_IOS_PER_REQUEST: f64 = 1.17;
+
+/// Table 5, YCSB A: p99 and maximum latency, milliseconds.
+pub const A_P99_MS_KVELL: f64 = 2.4;
+pub const A_P99_MS_ROCKSDB: f64 = 5.4;
+pub const A_MAX_MS_KVELL: f64 = 3.9;
+pub const A_MAX_MS_ROCKSDB: f64 = 9600.0;
+
+/// KVell's batch size against average latency: (batch, µs); batch 32 runs at 88% of
+/// the device's bandwidth.
+pub const BATCH_LATENCY_US: [(u64, f64); 2] = [(32, 76.0), (64, 158.0)];
+pub const BATCH32_BANDWIDTH_FRACTION: f64 = 0.88;
+
+/// Recovery of 100 GB on 8 NVMe drives, seconds.
+pub const RECOVERY_S_KVELL: f64 = 6.6;
+pub const RECOVERY_S_ROCKSDB: f64 = 18.0;
+pub const RECOVERY_GB: f64 = 100.0;
+
+/// Table 1/2 (Optane): random 4 KiB IOPS (thousands) for read, write, mixed.
+pub const DEVICE_KIOPS: [(&str, f64); 3] =
+    [("randread", 575.0), ("randwrite", 550.0), ("mixed", 560.0)];
+/// Random-write latency (µs) by queue depth.
+pub const RANDWRITE_LAT_US: [(usize, f64); 3] = [(1, 11.0), (64, 137.0), (256, 550.0)];
+
+/// Table 3, 4 KiB random writes, data set 3x RAM: (method, threads, queue depth,
+/// thousand IOPS). Direct I/O is `pread`/`pwrite` here, AIO is `io_uring`.
+pub const IO_METHODS_KIOPS: [(&str, usize, usize, f64); 5] = [
+    ("mmap", 1, 1, 10.0),
+    ("mmap", 8, 1, 60.0),
+    ("pread", 1, 1, 88.0),
+    ("io_uring", 1, 1, 91.0),
+    ("io_uring", 1, 64, 376.0),
+];
+
+/// Item-size sweep on YCSB E (AWS): KVell about flat, RocksDB falling.
+pub const ITEMSIZE_KVELL_KSCANS: f64 = 67.0;
+pub const ITEMSIZE_ROCKSDB_KSCANS: [(u64, f64); 2] = [(64, 136.0), (2048, 52.0)];

@@ -1,0 +1,484 @@
+//! `kvtb-report paper`: a reproduce-paper directory built from real result files
+//! (results/matrix-200k, results/device) plus small hand-written files, rendered into
+//! a temporary directory.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A fresh empty directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "kvtb-paper-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+fn matrix(dir: &str, engine: &str) -> Value {
+    read_json(&repo().join(format!("results/matrix-200k/{dir}/{engine}.json")))
+}
+
+fn machine() -> Value {
+    read_json(&repo().join("results/device/device-vda.json"))["machine"].clone()
+}
+
+/// The run phase of a result.
+fn run_phase(v: &mut Value) -> &mut Value {
+    v["phases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["phase"] == "run")
+        .unwrap()
+}
+
+fn manifest() -> Value {
+    json!({
+        "kind": "paper-run", "scale": "ci",
+        "command": ["scripts/reproduce-paper", "--scale", "ci"],
+        "started_unix_s": 1_796_007_484u64, "finished_unix_s": 1_796_009_284u64,
+        "machine": machine(), "records": 200000, "value_bytes": 1000,
+        "memory_bytes": 68266666, "queue_depth": 64, "operations": 100000,
+        "scan_operations": 5000, "engines": ["kvell", "wal", "rocksdb", "sled"],
+        "notes": ["a test fixture"]
+    })
+}
+
+/// A reproduce-paper directory: manifest, device, iomethods, ycsb A uniform/zipfian
+/// and E uniform (four engines), production1, item sizes 64 and 2048, recovery for
+/// kvell and rocksdb, batches 32 and 64. Absent on purpose: ycsb B, C, D, F, E
+/// zipfian, production2.
+fn fixture(root: &Path) {
+    write_json(&root.join("manifest.json"), &manifest());
+    std::fs::create_dir_all(root.join("device")).unwrap();
+    std::fs::copy(
+        repo().join("results/device/device-vda.json"),
+        root.join("device/device.json"),
+    )
+    .unwrap();
+    let mut points = Vec::new();
+    for (m, t, q, iops, cpu) in [
+        ("mmap", 1, 1, 3000.0, 40.0),
+        ("mmap", 8, 1, 9000.0, 35.0),
+        ("pread", 1, 1, 25000.0, 9.0),
+        ("io_uring", 1, 1, 26000.0, 6.0),
+        ("io_uring", 1, 64, 100000.0, 3.0),
+    ] {
+        points.push(json!({
+            "method": m, "op": "randwrite", "threads": t, "queue_depth": q, "iops": iops,
+            "mib_per_s": iops * 4096.0 / 1048576.0, "lat_mean_us": 1e6 / iops,
+            "lat_p99_us": 3e6 / iops, "cpu_us_per_io": cpu, "seconds": 2.0
+        }));
+    }
+    write_json(
+        &root.join("iomethods/iomethods.json"),
+        &json!({
+            "kind": "iomethods", "command": ["ycsb", "iomethods", "--size", "8G"],
+            "started_unix_s": 1_796_007_500u64, "machine": machine(), "file": "data/io.dat",
+            "file_bytes": 8u64 << 30, "memory_bytes": 25276063744u64, "block_bytes": 4096,
+            "points": points, "notes": []
+        }),
+    );
+    for dir in ["a-uniform", "a-zipfian", "e-uniform"] {
+        for e in ["kvell", "wal", "rocksdb", "sled"] {
+            write_json(&root.join(format!("ycsb/{dir}/{e}.json")), &matrix(dir, e));
+        }
+        std::fs::write(root.join(format!("ycsb/{dir}/table.txt")), "ignored\n").unwrap();
+    }
+    for e in ["kvell", "rocksdb"] {
+        write_json(
+            &root.join(format!("production/production1/{e}.json")),
+            &matrix("production1", e),
+        );
+    }
+    // item sizes: E uniform with the scan counts scaled (RocksDB falls with size)
+    for (size, kvell_f, rocks_f) in [(64u64, 1.0, 4.0), (2048, 1.0, 0.5)] {
+        for (e, f) in [("kvell", kvell_f), ("rocksdb", rocks_f)] {
+            let mut v = matrix("e-uniform", e);
+            let p = run_phase(&mut v);
+            for o in p["ops"].as_array_mut().unwrap() {
+                let n = o["operations"].as_f64().unwrap();
+                o["operations"] = json!((n * f).round() as u64);
+            }
+            write_json(&root.join(format!("itemsize/{size}/{e}.json")), &v);
+        }
+    }
+    for (e, secs, bytes) in [
+        ("kvell", 0.25, 210_000_000u64),
+        ("rocksdb", 1.0, 190_000_000),
+    ] {
+        let eng = matrix("a-uniform", e)["engine"].clone();
+        write_json(
+            &root.join(format!("recovery/{e}.json")),
+            &json!({
+                "kind": "recovery", "command": ["ycsb", "recovery", "--engine", e],
+                "started_unix_s": 1_796_008_000u64, "machine": machine(), "engine": eng,
+                "workload": "workloada", "records": 200000, "value_bytes": 1000,
+                "cycles": [
+                    {"run_s_before_kill": 2.0, "ops_before_kill": 50000, "data_bytes": bytes,
+                     "recovery_s": secs, "verified_records": 200000, "missing_records": 0},
+                    {"run_s_before_kill": 2.0, "ops_before_kill": 51000, "data_bytes": bytes,
+                     "recovery_s": secs * 1.1, "verified_records": 200000, "missing_records": 0},
+                    {"run_s_before_kill": 2.0, "ops_before_kill": 52000, "data_bytes": bytes,
+                     "recovery_s": secs * 0.9, "verified_records": 200000, "missing_records": 0}
+                ],
+                "recovery_s_median": secs,
+                "counters_after_open": {"items": 200000, "index_bytes": null}
+            }),
+        );
+    }
+    for (b, avg) in [(32u64, 80.0), (64, 168.0)] {
+        let mut v = matrix("a-uniform", "kvell");
+        v["engine"]["settings"]["batch"] = json!(b.to_string());
+        v["engine"]["settings"]["queue_depth"] = json!(b.to_string());
+        v["driving"]["queue_depth"] = json!(2 * b);
+        let p = run_phase(&mut v);
+        for o in p["ops"].as_array_mut().unwrap() {
+            o["average_us"] = json!(avg);
+        }
+        write_json(&root.join(format!("batch/b{b}/kvell.json")), &v);
+    }
+}
+
+fn run_tput(v: &Value) -> f64 {
+    v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["phase"] == "run")
+        .unwrap()["throughput_ops_sec"]
+        .as_f64()
+        .unwrap()
+}
+
+fn assert_png(path: &Path) {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        b.len() > 5_000,
+        "{} is only {} bytes",
+        path.display(),
+        b.len()
+    );
+    assert_eq!(
+        &b[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        path.display()
+    );
+}
+
+fn svg(path: &Path) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(s.starts_with("<svg"), "{} is not an SVG", path.display());
+    s
+}
+
+const ALL_CHARTS: [&str; 17] = [
+    "table1-device",
+    "table2-device-qd",
+    "table3-iomethods",
+    "fig3-cpu-device-a-uniform",
+    "fig4-timeline-a-uniform",
+    "fig7-timeline-e-uniform",
+    "fig5-ycsb-uniform",
+    "fig8-ycsb-zipfian",
+    "table5-tail-a",
+    "table5-cdf-a-uniform",
+    "table5-cdf-a-zipfian",
+    "fig9-production",
+    "fig10-itemsize",
+    "recovery",
+    "batch-kvell",
+    "beyond-wal-vs-kvell",
+    "beyond-cpu-per-request",
+];
+
+#[test]
+fn renders_every_paper_figure_with_numbers_from_the_files() {
+    let tmp = TempDir::new("full");
+    let dir = tmp.0.join("run");
+    fixture(&dir);
+    let files = analysis::paper::render_paper(&dir, None, None).unwrap();
+    let m = machine();
+    let machine_text = format!(
+        "{}, {} cores",
+        m["cpu_model"].as_str().unwrap(),
+        m["cores"].as_u64().unwrap()
+    );
+    for stem in ALL_CHARTS {
+        let png = dir.join(format!("charts/{stem}.png"));
+        assert!(files.contains(&png), "{stem}.png not listed");
+        assert_png(&png);
+        let s = svg(&dir.join(format!("charts/{stem}.svg")));
+        // the caption: machine and scale
+        assert!(s.contains(&machine_text), "{stem}.svg: no machine");
+        assert!(
+            s.contains("Scale ci: 200000 records"),
+            "{stem}.svg: no scale"
+        );
+    }
+    // titles, axis labels with units, legends
+    let s = svg(&dir.join("charts/fig5-ycsb-uniform.svg"));
+    assert!(s.contains("YCSB throughput, uniform (Fig. 5)"));
+    assert!(s.contains("run-phase throughput (ops/s, log scale)"));
+    assert!(s.contains("kvell (process)") && s.contains("sled (none)"));
+    assert!(s.contains("device ceiling of the run"));
+    let s = svg(&dir.join("charts/table2-device-qd.svg"));
+    assert!(s.contains("queue depth (log scale)") && s.contains("mean latency (µs, log scale)"));
+    let s = svg(&dir.join("charts/fig10-itemsize.svg"));
+    assert!(s.contains("value size (bytes, log scale)") && s.contains("scans per second"));
+    let s = svg(&dir.join("charts/batch-kvell.svg"));
+    assert!(s.contains("paper: batch 32, 76 µs"));
+
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for stem in ALL_CHARTS {
+        assert!(
+            readme.contains(&format!("](charts/{stem}.png)")),
+            "README lacks {stem}"
+        );
+    }
+    assert!(readme.contains("ycsb recovery --engine kvell"), "{readme}");
+    assert!(readme.contains("--qds 1,16,64,256"));
+
+    let md = std::fs::read_to_string(dir.join("paper-repro.md")).unwrap();
+    assert!(md.contains("Generated by `kvtb-report paper"));
+    assert!(md.contains("Do not edit by hand"));
+    assert!(md.contains("**Scale ci: 200000 records x 1000 B values"));
+    assert!(md.contains("](charts/fig5-ycsb-uniform.png)"));
+    // ours from the files: YCSB A uniform, KVell/RocksDB
+    let k = run_tput(&matrix("a-uniform", "kvell"));
+    let r = run_tput(&matrix("a-uniform", "rocksdb"));
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| A | ") && l.contains(&analysis::human_count(k)))
+        .unwrap_or_else(|| panic!("no YCSB A row with {k}:\n{md}"));
+    assert!(row.contains(&format!("{:.2}x", k / r)), "{row}");
+    assert!(row.contains(&format!("{:.2}x", 419.0 / 52.0)), "{row}");
+    // the device: best random-read IOPS
+    let dev = read_json(&dir.join("device/device.json"));
+    let (best, best_qd) = dev["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["pattern"] == "randread")
+        .map(|p| {
+            (
+                p["iops"].as_f64().unwrap(),
+                p["queue_depth"].as_u64().unwrap(),
+            )
+        })
+        .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
+    assert!(
+        md.contains(&format!(
+            "| randread | 4.0 KiB | {best_qd} | {} |",
+            separated(best)
+        )),
+        "{md}"
+    );
+    assert!(md.contains(&format!("{:.2}x", best / 575_000.0)));
+    // recovery, batch, item size
+    let dura = matrix("a-uniform", "kvell")["engine"]["durability"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        md.contains(&format!("| kvell | {dura} | 200.3 MiB | 0.250 s | 3 |")),
+        "{md}"
+    );
+    assert!(md.contains("4.00x here against 2.73x -> **holds**"), "{md}");
+    assert!(md.contains("| 32 | 32 | 64 | 80 µs |"), "{md}");
+    assert!(md.contains("| 64 | 64 | 128 | 168 µs |"));
+    assert!(md.contains("2.10x here against 2.08x -> **holds**"), "{md}");
+    assert!(md.contains("## Fig. 10: item size on YCSB E"));
+    // verdict rules stated, summary present
+    assert!(md.contains("## How the verdicts are decided"));
+    assert!(md.contains("| Fig. 5: YCSB uniform, KVell/RocksDB | holds on "));
+    // absent parts noted, not errors
+    assert!(
+        md.contains("ycsb/: absent: b-uniform, b-zipfian, c-uniform"),
+        "{md}"
+    );
+    assert!(md.contains("production/production2: absent"));
+    assert!(md.contains("production/production1: no result for wal, sled"));
+}
+
+fn separated(x: f64) -> String {
+    let s = format!("{x:.0}");
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn a_partial_directory_renders_what_it_can_and_notes_the_rest() {
+    let tmp = TempDir::new("partial");
+    let dir = &tmp.0;
+    write_json(&dir.join("manifest.json"), &manifest());
+    for e in ["kvell", "rocksdb"] {
+        write_json(
+            &dir.join(format!("ycsb/a-uniform/{e}.json")),
+            &matrix("a-uniform", e),
+        );
+    }
+    let files = analysis::paper::render_paper(dir, None, Some("Partial run")).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for present in [
+        "fig3-cpu-device-a-uniform.png",
+        "fig5-ycsb-uniform.svg",
+        "table5-tail-a.png",
+    ] {
+        assert!(
+            names.contains(&present.to_string()),
+            "{present} missing: {names:?}"
+        );
+    }
+    for absent in [
+        "table1-device.png",
+        "recovery.png",
+        "batch-kvell.png",
+        "fig8-ycsb-zipfian.png",
+    ] {
+        assert!(
+            !names.contains(&absent.to_string()),
+            "{absent} drawn without data"
+        );
+    }
+    let md = std::fs::read_to_string(dir.join("paper-repro.md")).unwrap();
+    assert!(md.starts_with("# Partial run\n"));
+    for note in [
+        "device/device.json: absent; Tables 1 and 2 skipped",
+        "iomethods/iomethods.json: absent; Table 3 skipped",
+        "recovery/: absent",
+        "batch/: absent",
+        "itemsize/: absent; Fig. 10 skipped",
+        "production/: absent; Fig. 9 skipped",
+        "ycsb/a-uniform: no result for wal, sled",
+        "Fig. 8 (YCSB zipfian): not drawn",
+    ] {
+        assert!(
+            md.contains(note),
+            "paper-repro.md lacks the note {note:?}:\n{md}"
+        );
+    }
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("## Skipped"));
+}
+
+#[test]
+fn a_malformed_file_is_an_error_naming_it() {
+    let cases: [(&str, &str); 5] = [
+        ("ycsb/a-uniform/kvell.json", "{ not json"),
+        ("manifest.json", r#"{"kind": "device"}"#),
+        (
+            "recovery/kvell.json",
+            r#"{"kind": "recovery", "engine": {"name": "kvell"}}"#,
+        ),
+        (
+            "iomethods/iomethods.json",
+            r#"{"kind": "iomethods", "points": [{"iops": "many"}]}"#,
+        ),
+        ("batch/b32/kvell.json", r#"{"engine": {"name": "kvell"}}"#),
+    ];
+    for (rel, text) in cases {
+        let tmp = TempDir::new("bad");
+        let dir = &tmp.0;
+        write_json(&dir.join("manifest.json"), &manifest());
+        write_json(
+            &dir.join("ycsb/a-uniform/rocksdb.json"),
+            &matrix("a-uniform", "rocksdb"),
+        );
+        std::fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(rel), text).unwrap();
+        let err = analysis::paper::render_paper(dir, None, None).unwrap_err();
+        assert!(err.contains(rel), "error for {rel} does not name it: {err}");
+    }
+}
+
+#[test]
+fn an_empty_directory_is_an_error() {
+    let tmp = TempDir::new("empty");
+    let err = analysis::paper::render_paper(&tmp.0, None, None).unwrap_err();
+    assert!(err.contains("no part of a reproduce-paper run"), "{err}");
+}
+
+#[test]
+fn cli_writes_paper_repro_where_told_with_links_that_resolve() {
+    let tmp = TempDir::new("cli");
+    let dir = tmp.0.join("run");
+    write_json(&dir.join("manifest.json"), &manifest());
+    for e in ["kvell", "rocksdb"] {
+        write_json(
+            &dir.join(format!("ycsb/a-uniform/{e}.json")),
+            &matrix("a-uniform", e),
+        );
+    }
+    let md = tmp.0.join("docs/paper-repro.md");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kvtb-report"))
+        .arg("paper")
+        .arg(&dir)
+        .arg("--md")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("paper-repro.md") && stdout.contains("README.md"));
+    let text = std::fs::read_to_string(&md).unwrap();
+    let link = "](../run/charts/fig5-ycsb-uniform.png)";
+    assert!(text.contains(link), "{text}");
+    assert!(
+        tmp.0
+            .join("docs/../run/charts/fig5-ycsb-uniform.png")
+            .is_file()
+    );
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.contains("](../docs/paper-repro.md)"), "{readme}");
+    // a malformed file: exit status 1 and the file named on stderr
+    std::fs::write(dir.join("ycsb/a-uniform/kvell.json"), "[1, 2").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kvtb-report"))
+        .args(["paper".as_ref(), dir.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ycsb/a-uniform/kvell.json"));
+}
