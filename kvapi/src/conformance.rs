@@ -449,6 +449,105 @@ pub fn counters_are_honest(open: Opener) {
     e.close().unwrap();
 }
 
+/// A directory that holds another engine's data, or files of no known engine, is
+/// refused with `WrongEngine`, and nothing in it changes.
+pub fn other_engines_directory_refused(open: Opener) {
+    let d = TempDir::new("conf-other");
+    std::fs::create_dir_all(d.path()).unwrap();
+    std::fs::write(d.path().join(crate::MARKER_FILE), "some-other-engine\n").unwrap();
+    std::fs::write(d.path().join("data.bin"), b"not yours").unwrap();
+    let err = open(d.path())
+        .err()
+        .expect("opened another engine's directory");
+    assert!(matches!(err, Error::WrongEngine { .. }), "{err}");
+    assert!(err.to_string().contains("some-other-engine"), "{err}");
+    assert_eq!(
+        std::fs::read(d.path().join("data.bin")).unwrap(),
+        b"not yours"
+    );
+    let d = TempDir::new("conf-foreign");
+    std::fs::create_dir_all(d.path()).unwrap();
+    std::fs::write(d.path().join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+    let err = open(d.path())
+        .err()
+        .expect("opened a directory of unknown files");
+    assert!(matches!(err, Error::WrongEngine { .. }), "{err}");
+}
+
+/// A path that is a regular file (random bytes) is refused with an error naming it,
+/// and the file is left as it was.
+pub fn regular_file_refused(open: Opener) {
+    let d = TempDir::new("conf-file");
+    std::fs::create_dir_all(d.path()).unwrap();
+    let f = d.path().join("not-a-directory");
+    let bytes = value(42, 10_000);
+    std::fs::write(&f, &bytes).unwrap();
+    let err = open(&f)
+        .err()
+        .expect("opened a regular file as a data directory");
+    assert!(
+        matches!(
+            err,
+            Error::Io { .. } | Error::InvalidArgument(_) | Error::WrongEngine { .. }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("not-a-directory"), "{err}");
+    assert_eq!(std::fs::read(&f).unwrap(), bytes, "the file was changed");
+}
+
+/// Environment variable that turns [`second_process_child`] on.
+pub const CHILD_DIR_ENV: &str = "KVTESTBED_CONFORMANCE_CHILD_DIR";
+
+/// A second process opening an open data directory is refused with `Locked`: this
+/// process opens it, then runs its own test binary, filtered to the ignored
+/// `conformance_second_process_child` test, which tries to open it too.
+pub fn second_process_refused(open: Opener, module: &str) {
+    let d = TempDir::new("conf-process");
+    let e = open(d.path()).expect("open");
+    e.insert(b"k", b"v").unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            &child_test_name(module),
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_DIR_ENV, d.path())
+        .output()
+        .expect("running the child test process");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("CHILD-OPEN: locked"),
+        "the second process was not refused with Locked: {text}"
+    );
+    assert_eq!(e.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    e.close().unwrap();
+}
+
+/// The test name of the child in the test binary, from the `module_path!()` of the
+/// module that expanded [`conformance_tests!`](crate::conformance_tests).
+fn child_test_name(module: &str) -> String {
+    match module.split_once("::") {
+        Some((_crate, rest)) => format!("{rest}::conformance_second_process_child"),
+        None => "conformance_second_process_child".to_string(),
+    }
+}
+
+/// The child side of [`second_process_refused`]; does nothing unless
+/// [`CHILD_DIR_ENV`] is set.
+pub fn second_process_child(open: Opener) {
+    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else {
+        return;
+    };
+    match open(Path::new(&dir)) {
+        Err(Error::Locked { .. }) => println!("CHILD-OPEN: locked"),
+        Err(e) => println!("CHILD-OPEN: other error: {e}"),
+        Ok(_) => println!("CHILD-OPEN: opened"),
+    }
+}
+
 /// Expands to one `#[test]` per conformance case for the given opener function.
 #[macro_export]
 macro_rules! conformance_tests {
@@ -492,6 +591,23 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_counters_are_honest() {
             $crate::conformance::counters_are_honest(&$open)
+        }
+        #[test]
+        fn conformance_other_engines_directory_refused() {
+            $crate::conformance::other_engines_directory_refused(&$open)
+        }
+        #[test]
+        fn conformance_regular_file_refused() {
+            $crate::conformance::regular_file_refused(&$open)
+        }
+        #[test]
+        fn conformance_second_process_refused() {
+            $crate::conformance::second_process_refused(&$open, module_path!())
+        }
+        #[test]
+        #[ignore = "child process of conformance_second_process_refused"]
+        fn conformance_second_process_child() {
+            $crate::conformance::second_process_child(&$open)
         }
     };
 }

@@ -27,6 +27,7 @@ mod dir;
 mod error;
 mod options;
 mod pool;
+pub mod testfs;
 
 pub use dir::{DirLock, MARKER_FILE, claim_dir};
 pub use error::{Error, Result};

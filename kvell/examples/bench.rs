@@ -8,7 +8,7 @@
 //!     --items 1000000 --value 980 --workers 2 --qd 64 --inflight 256 --seconds 20 --probe
 //!
 //! (980 B values + 23 B keys + 16 B header = 1019 B items: the 1 KiB class, 4 per page.)
-//! Other flags: --psync, --flush, --no-load (reuse the directory), --cache 300M,
+//! Other flags: --psync, --flush, --no-checksum, --no-load (reuse the directory), --cache 300M,
 //! --batch N.
 use kvapi::{AsyncEngine, Engine, Reply, Request};
 use kvell::{Config, IoMode, Kvell};
@@ -31,6 +31,7 @@ struct Args {
     no_load: bool,
     probe: bool,
     flush: bool,
+    no_checksum: bool,
 }
 
 fn parse() -> Args {
@@ -48,6 +49,7 @@ fn parse() -> Args {
         no_load: false,
         probe: false,
         flush: false,
+        no_checksum: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -66,6 +68,7 @@ fn parse() -> Args {
             "--no-load" => a.no_load = true,
             "--probe" => a.probe = true,
             "--flush" => a.flush = true,
+            "--no-checksum" => a.no_checksum = true,
             other => panic!("unknown option {other}"),
         }
     }
@@ -267,6 +270,7 @@ fn main() {
     if a.flush {
         c.mode = kvell::Mode::Flush;
     }
+    c.checksum = !a.no_checksum;
     println!(
         "items {} of {} B ({} B value), data {:.2} GiB, cache {:.2} GiB, workers {}, qd {}, batch {}, in flight {}, io {}, durability {}",
         a.items,

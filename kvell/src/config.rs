@@ -52,6 +52,8 @@ pub struct Config {
     pub direct: bool,
     /// Item reads in flight per scan.
     pub scan_in_flight: usize,
+    /// A CRC32 per item and tombstone (fixed when the database is created).
+    pub checksum: bool,
     /// Options as given (for EngineInfo), when built from options.
     pub settings: Vec<(String, String)>,
 }
@@ -70,6 +72,7 @@ impl Config {
             freelist: 64,
             direct: true,
             scan_in_flight: 64,
+            checksum: true,
             settings: Vec::new(),
         }
     }
@@ -102,6 +105,7 @@ impl Config {
         c.freelist = o.usize("freelist", 64)?;
         c.direct = o.bool("direct", true)?;
         c.scan_in_flight = o.usize("scan_in_flight", 64)?;
+        c.checksum = o.bool("checksum", true)?;
         o.finish()?;
         c.settings = o.resolved();
         c.validate()?;
@@ -129,6 +133,12 @@ impl Config {
             return bad("freelist: must be at least 1");
         }
         Ok(())
+    }
+
+    pub(crate) fn format(&self) -> crate::slab::Format {
+        crate::slab::Format {
+            checksum: self.checksum,
+        }
     }
 
     pub(crate) fn queue_capacity(&self) -> usize {
@@ -181,6 +191,7 @@ impl Config {
             ("freelist".into(), self.freelist.to_string()),
             ("direct".into(), self.direct.to_string()),
             ("scan_in_flight".into(), self.scan_in_flight.to_string()),
+            ("checksum".into(), self.checksum.to_string()),
         ];
         for (k, v) in &self.settings {
             if !settings.iter().any(|(s, _)| s == k) {
@@ -226,10 +237,13 @@ const LAYOUT_FILE: &str = "kvell.layout";
 
 /// Checks (or records) the worker layout of a directory, and that O_DIRECT works.
 pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
+    // The checksum line is only written when on, so directories made before the
+    // option existed (plain items) still match `checksum=false`.
     let want = format!(
-        "format=1\nworkers={}\ndirs={}\n",
+        "format=1\nworkers={}\ndirs={}\n{}",
         cfg.workers,
-        cfg.dirs.len()
+        cfg.dirs.len(),
+        if cfg.checksum { "checksum=true\n" } else { "" }
     );
     let path = dir.join(LAYOUT_FILE);
     match std::fs::read_to_string(&path) {
@@ -237,7 +251,7 @@ pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
             if found != want {
                 return Err(Error::InvalidArgument(format!(
                     "{} was created with a different layout ({}); open it with the same \
-                     kvell.workers and kvell.dir list (asked: {})",
+                     kvell.workers, kvell.dir list and kvell.checksum (asked: {})",
                     dir.display(),
                     found.trim().replace('\n', ", "),
                     want.trim().replace('\n', ", ")

@@ -13,6 +13,7 @@ mod freelist;
 mod index;
 pub mod io;
 mod recovery;
+mod scan;
 pub mod slab;
 mod stats;
 mod worker;
@@ -27,7 +28,7 @@ use kvapi::{
 };
 use stats::Stats;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Sender, SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -86,72 +87,34 @@ impl Shared {
         }
     }
 
-    /// Scan: up to `count` keys from every worker's index (each locked briefly),
-    /// merged; then the items are read through their workers with a bounded number
-    /// of reads in flight. Keys deleted in between are skipped (no snapshot).
-    fn scan(&self, start: &[u8], count: usize, in_flight: usize) -> Result<Vec<Pair>> {
+    /// Sends several requests of one worker in one message.
+    fn send_many(&self, w: usize, ops: Vec<(WReq, Done)>) {
         if self.closed.load(Relaxed) {
-            return Err(Error::Closed);
+            return ops
+                .into_iter()
+                .for_each(|(_, d)| d.call(Err(Error::Closed)));
         }
-        if count == 0 {
-            return Ok(Vec::new());
+        if let Err(e) = self.workers[w].tx.send(Msg::Ops(ops))
+            && let Msg::Ops(ops) = e.0
+        {
+            ops.into_iter()
+                .for_each(|(_, d)| d.call(Err(Error::Closed)));
         }
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        for w in &self.workers {
-            let idx = w.index.lock().unwrap_or_else(|e| e.into_inner());
-            keys.extend(idx.keys_from(start, count));
-        }
-        keys.sort_unstable();
-        keys.truncate(count);
-        let n = keys.len();
-        let mut values: Vec<Option<Vec<u8>>> = vec![None; n];
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Reply>)>();
-        let mut next = 0;
-        let mut pending = 0;
-        let mut err = None;
-        while next < n || pending > 0 {
-            while next < n && pending < in_flight.max(1) {
-                let tx = tx.clone();
-                let i = next;
-                self.send(
-                    WReq::Get(keys[i].clone()),
-                    Done::new(move |r| {
-                        let _ = tx.send((i, r));
-                    }),
-                );
-                next += 1;
-                pending += 1;
-            }
-            let (i, r) = rx.recv().map_err(|_| Error::Closed)?;
-            pending -= 1;
-            match r {
-                Ok(Reply::Value(v)) => values[i] = v,
-                Ok(_) => {}
-                Err(e) => err = Some(e),
-            }
-        }
-        if let Some(e) = err {
-            return Err(e);
-        }
-        Ok(keys
-            .into_iter()
-            .zip(values)
-            .filter_map(|(k, v)| v.map(|v| (k, v)))
-            .collect())
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Relaxed)
     }
 }
-
-type ScanJob = (Vec<u8>, usize, Done);
 
 /// The engine. Cloning the `Arc` shares it; `close` (or dropping the last handle)
 /// finishes every request, syncs the files and releases the directories.
 pub struct Kvell {
     shared: Arc<Shared>,
     info: EngineInfo,
-    scan_tx: Mutex<Option<SyncSender<ScanJob>>>,
+    scan_tx: Mutex<Option<Sender<scan::Event>>>,
     scan_thread: Mutex<Option<JoinHandle<()>>>,
     locks: Mutex<Vec<DirLock>>,
-    scan_in_flight: usize,
     recovery_us: u64,
     recovery_bytes: u64,
 }
@@ -161,15 +124,17 @@ struct Oneshot(Mutex<Option<Result<Reply>>>, Condvar);
 
 impl Oneshot {
     fn call(shared: &Shared, req: WReq) -> Result<Reply> {
+        Oneshot::wait(|done| shared.send(req, done))
+    }
+
+    /// Hands `start` a completion and waits for its reply.
+    fn wait(start: impl FnOnce(Done)) -> Result<Reply> {
         let slot = Arc::new(Oneshot(Mutex::new(None), Condvar::new()));
         let s2 = slot.clone();
-        shared.send(
-            req,
-            Done::new(move |r| {
-                *s2.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                s2.1.notify_one();
-            }),
-        );
+        start(Done::new(move |r| {
+            *s2.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            s2.1.notify_one();
+        }));
         let mut g = slot.0.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(r) = g.take() {
@@ -207,9 +172,10 @@ impl Kvell {
                     let dir = cfg.dir_of(w);
                     let r = (|| {
                         let mut io = cfg.backend()?;
-                        let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist)?;
+                        let rec =
+                            recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())?;
                         *i2.lock().unwrap_or_else(|e| e.into_inner()) = rec.index;
-                        let worker = worker::Worker::new(
+                        let mut worker = worker::Worker::new(
                             w,
                             io,
                             rec.slabs,
@@ -222,6 +188,8 @@ impl Kvell {
                             cfg.batch,
                             cfg.mode == Mode::Flush,
                         );
+                        worker.fmt = cfg.format();
+                        worker.clean_file = Some(rec.clean_file);
                         Ok((worker, rec.bytes_read, rec.stale + rec.torn))
                     })();
                     match r {
@@ -275,16 +243,13 @@ impl Kvell {
         }
         let recovery_us = t0.elapsed().as_micros() as u64;
         let info = cfg.info(recovery_us, recovery_bytes, repaired);
-        let (scan_tx, scan_rx) = sync_channel::<ScanJob>(64);
+        let (scan_tx, scan_rx) = std::sync::mpsc::channel();
         let s2 = shared.clone();
+        let tx2 = scan_tx.clone();
         let scan_in_flight = cfg.scan_in_flight;
         let scan_thread = std::thread::Builder::new()
             .name("kvell-scan".into())
-            .spawn(move || {
-                while let Ok((start, count, done)) = scan_rx.recv() {
-                    done.call(s2.scan(&start, count, scan_in_flight).map(Reply::Pairs));
-                }
-            })
+            .spawn(move || scan::run(&s2, scan_rx, tx2, scan_in_flight))
             .map_err(|e| Error::io("spawning the scan thread", e))?;
         Ok(Arc::new(Kvell {
             shared,
@@ -292,7 +257,6 @@ impl Kvell {
             scan_tx: Mutex::new(Some(scan_tx)),
             scan_thread: Mutex::new(Some(scan_thread)),
             locks: Mutex::new(locks),
-            scan_in_flight,
             recovery_us,
             recovery_bytes,
         }))
@@ -300,6 +264,25 @@ impl Kvell {
 
     fn call(&self, req: WReq) -> Result<Reply> {
         Oneshot::call(&self.shared, req)
+    }
+
+    /// Hands a scan to the scan thread (see scan.rs).
+    fn submit_scan(&self, start: Vec<u8>, count: usize, done: Done) {
+        let tx = self
+            .scan_tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match tx {
+            Some(tx) => {
+                if let Err(e) = tx.send(scan::Event::Job { start, count, done })
+                    && let scan::Event::Job { done, .. } = e.0
+                {
+                    done.call(Err(Error::Closed));
+                }
+            }
+            None => done.call(Err(Error::Closed)),
+        }
     }
 
     fn shutdown(&self) -> Result<()> {
@@ -310,7 +293,7 @@ impl Kvell {
             .unwrap_or_else(|e| e.into_inner())
             .take()
         {
-            drop(tx);
+            let _ = tx.send(scan::Event::Stop);
         }
         if let Some(t) = self
             .scan_thread
@@ -388,7 +371,11 @@ impl Engine for Kvell {
     }
 
     fn scan(&self, start: &[u8], count: usize) -> Result<Vec<Pair>> {
-        self.shared.scan(start, count, self.scan_in_flight)
+        let r = Oneshot::wait(|done| self.submit_scan(start.to_vec(), count, done));
+        match r? {
+            Reply::Pairs(p) => Ok(p),
+            other => Err(Error::Engine(format!("unexpected reply {other:?}"))),
+        }
     }
 
     fn counters(&self) -> Counters {
@@ -472,20 +459,7 @@ impl AsyncEngine for KvellAsync {
                 Err(e) => done(Err(e)),
             },
             Request::Scan { start, count } => {
-                let tx = self
-                    .engine
-                    .scan_tx
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                match tx {
-                    Some(tx) => {
-                        if let Err(e) = tx.send((start, count, Done::from_box(done))) {
-                            e.0.2.call(Err(Error::Closed));
-                        }
-                    }
-                    None => done(Err(Error::Closed)),
-                }
+                self.engine.submit_scan(start, count, Done::from_box(done))
             }
         }
     }

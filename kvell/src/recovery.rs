@@ -8,7 +8,7 @@
 use crate::freelist::FreeList;
 use crate::index::{Index, Key};
 use crate::io::{AlignedBuf, Backend, FileId, IoDone, IoKind, IoReq, PAGE};
-use crate::slab::{self, Loc, NCLASS, NO_NEXT, Slot};
+use crate::slab::{self, Format, Loc, NCLASS, NO_NEXT, Slot};
 use crate::worker::Slab;
 use kvapi::{Error, Result};
 use std::collections::{BTreeMap, VecDeque};
@@ -19,11 +19,61 @@ pub const CHUNK: usize = 2 << 20;
 
 pub struct Recovered {
     pub slabs: Vec<Slab>,
+    /// The worker's clean-shutdown record (see [`write_clean`]).
+    pub clean_file: FileId,
     pub index: Index,
     pub max_ts: u64,
     pub bytes_read: u64,
     pub stale: u64,
     pub torn: u64,
+}
+
+/// Magic of a clean-shutdown record ("KVCLEAN1").
+const CLEAN_MAGIC: u64 = u64::from_le_bytes(*b"KVCLEAN1");
+
+/// Name of a worker's clean-shutdown record.
+pub fn clean_name(worker: usize) -> String {
+    format!("w{worker:03}.clean")
+}
+
+/// Writes (and syncs) the worker's clean-shutdown record: one page holding the magic,
+/// a state (1 = closed cleanly, 0 = open), the slot where each slab's appends continue,
+/// and a CRC32. Written with state 1 by a clean close, and with state 0 by the open
+/// before any write.
+pub fn write_clean(
+    io: &mut dyn Backend,
+    file: FileId,
+    ends: Option<&[u64]>,
+) -> std::io::Result<()> {
+    let mut page = AlignedBuf::new(PAGE);
+    page.fill(0);
+    page[0..8].copy_from_slice(&CLEAN_MAGIC.to_le_bytes());
+    page[8..16].copy_from_slice(&(ends.is_some() as u64).to_le_bytes());
+    for (c, e) in ends.unwrap_or(&[]).iter().enumerate() {
+        page[16 + 8 * c..24 + 8 * c].copy_from_slice(&e.to_le_bytes());
+    }
+    let n = 16 + 8 * NCLASS;
+    let crc = crc32fast::hash(&page[..n]);
+    page[n..n + 4].copy_from_slice(&crc.to_le_bytes());
+    io.write(file, 0, &page)?;
+    io.sync(file)
+}
+
+/// The slab ends recorded by a clean close, if the record says so (anything else,
+/// including a damaged record, means "not known clean": no check).
+fn read_clean(io: &mut dyn Backend, file: FileId) -> std::io::Result<Option<Vec<u64>>> {
+    if io.len(file)? < PAGE as u64 {
+        return Ok(None);
+    }
+    let mut page = AlignedBuf::new(PAGE);
+    io.read(file, 0, &mut page)?;
+    let n = 16 + 8 * NCLASS;
+    let u = |at: usize| u64::from_le_bytes(page[at..at + 8].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(page[n..n + 4].try_into().expect("4 bytes"));
+    if u(0) != CLEAN_MAGIC || u(8) != 1 || crc32fast::hash(&page[..n]) != crc {
+        return Ok(None);
+    }
+    Ok(Some((0..NCLASS).map(|c| u(16 + 8 * c)).collect()))
 }
 
 fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
@@ -40,6 +90,7 @@ pub fn recover(
     dir: &Path,
     worker: usize,
     freelist: usize,
+    fmt: Format,
 ) -> Result<Recovered> {
     let mut found: BTreeMap<Key, (Loc, u64)> = BTreeMap::new();
     let mut slabs = Vec::with_capacity(NCLASS);
@@ -48,6 +99,13 @@ pub fn recover(
     let mut max_ts = 0;
     let mut bytes_read = 0;
     let mut torn = 0;
+    let clean_path = dir.join(clean_name(worker));
+    let clean_io = |e| Error::io(format!("reading {}", clean_path.display()), e);
+    let clean_file = io.open(&clean_path).map_err(clean_io)?;
+    let clean = read_clean(io, clean_file).map_err(clean_io)?;
+    // Never-written slots below a slab's end (a crash lost an append): they get a
+    // tombstone, so a cleanly closed slab has none and one found later is damage.
+    let mut holes: Vec<Loc> = Vec::new();
     for class in 0..NCLASS {
         let path: PathBuf = dir.join(slab::file_name(worker, class));
         let file = io
@@ -64,6 +122,16 @@ pub fn recover(
                 format!("file length {len} is not a multiple of {PAGE}: truncated slab"),
             ));
         }
+        if len % ulen != 0 {
+            // Large slabs grow by whole slots (see `Worker::allocate`).
+            return Err(corrupt(
+                &path,
+                len - len % ulen,
+                format!(
+                    "file length {len} is not a multiple of the {ulen}-byte slot: truncated slab"
+                ),
+            ));
+        }
         let room = slab::room(class);
         let mut free = Vec::new();
         let mut empty = Vec::new();
@@ -77,7 +145,7 @@ pub fn recover(
             let n = buf.len();
             bytes_read += n as u64;
             let mut consider = |slot: u64, at: u64, b: &[u8], large: bool| -> Result<()> {
-                match slab::parse(b, room).map_err(|d| corrupt(&path, at, d))? {
+                match fmt.parse(b, room).map_err(|d| corrupt(&path, at, d))? {
                     Slot::Empty => empty.push(slot),
                     Slot::Tomb { ts, .. } => {
                         max_ts = max_ts.max(ts);
@@ -92,14 +160,22 @@ pub fn recover(
                         max_ts = max_ts.max(ts);
                         end_slot = slot + 1;
                         let key = if large {
-                            if b.len() < slab::large_pages_used(key_len + value_len) * PAGE {
-                                // the item runs past the end of the file
-                                torn += 1;
-                                free.push(slot);
-                                return Ok(());
-                            }
-                            match slab::read_large(b, ts, key_len, value_len) {
+                            // An item running past the end of the file, or with a page of
+                            // another timestamp, is a torn write: its slot is free.
+                            match fmt
+                                .read_large(b, ts, key_len, value_len)
+                                .map_err(|d| corrupt(&path, at, d))?
+                            {
                                 Some((k, _)) => Key::new(&k),
+                                None if clean.is_some() => {
+                                    // no write was in flight at a clean close
+                                    return Err(corrupt(
+                                        &path,
+                                        at,
+                                        "large item with pages of different timestamps in a \
+                                         cleanly closed slab",
+                                    ));
+                                }
                                 None => {
                                     torn += 1;
                                     free.push(slot);
@@ -143,7 +219,40 @@ pub fn recover(
             }
             ra.recycle(buf);
         }
-        free.extend(empty.into_iter().filter(|&s| s < end_slot));
+        let holes_here: Vec<u64> = empty.into_iter().filter(|&s| s < end_slot).collect();
+        if let Some(ends) = &clean {
+            // A cleanly closed slab ends where its appends stopped and has no holes;
+            // otherwise items were lost (a page zeroed, the file cut at a page).
+            let ulen = slab::unit_len(class) as u64;
+            let per = if slab::is_large(class) {
+                1
+            } else {
+                slab::per_page(class) as u64
+            };
+            let slot_offset = |slot: u64| {
+                (slot / per) * ulen
+                    + (slot % per) * slab::SMALL[class.min(slab::SMALL.len() - 1)] as u64
+            };
+            if let Some(&h) = holes_here.first() {
+                return Err(corrupt(
+                    &path,
+                    slot_offset(h),
+                    format!("slot {h} is empty below the end of a cleanly closed slab: items lost"),
+                ));
+            }
+            if end_slot != ends[class] {
+                return Err(corrupt(
+                    &path,
+                    slot_offset(end_slot.min(ends[class])),
+                    format!(
+                        "the slab ends at slot {end_slot}, its clean-shutdown record says {}: \
+                         items lost (page zeroed or file cut)",
+                        ends[class]
+                    ),
+                ));
+            }
+        }
+        holes.extend(holes_here.into_iter().map(|s| Loc::new(class, s)));
         frees.push(free);
         slabs.push(Slab {
             file,
@@ -153,9 +262,10 @@ pub fn recover(
             free: FreeList::new(freelist, !slab::is_large(class)),
         });
     }
-    // Older copies: write a tombstone over each, then reuse the slot.
+    // Older copies and holes: write a tombstone over each, then reuse the slot.
     let nstale = stale.len() as u64;
-    for loc in stale {
+    let repairs = nstale + holes.len() as u64;
+    for loc in stale.into_iter().chain(holes) {
         max_ts += 1;
         let class = loc.class();
         let s = &slabs[class];
@@ -172,25 +282,27 @@ pub fn recover(
         } else {
             slab::SMALL[class]
         };
-        slab::write_tomb(&mut page[off..off + size], max_ts, NO_NEXT);
+        fmt.write_tomb(&mut page[off..off + size], max_ts, NO_NEXT);
         io.write(s.file, at, &page).map_err(ctx)?;
         frees[class].push(loc.slot());
     }
-    if nstale > 0 {
+    if repairs > 0 {
         for s in &slabs {
             io.sync(s.file)
                 .map_err(|e| Error::io(format!("syncing {}", s.path.display()), e))?;
         }
     }
+    // From here on the slabs change: the record says "open" until a clean close.
+    // Written at every open, so its block is allocated before the disk can fill.
+    write_clean(io, clean_file, None)
+        .map_err(|e| Error::io(format!("writing {}", clean_path.display()), e))?;
     for (s, f) in slabs.iter_mut().zip(frees) {
         s.free.set_recovered(f);
     }
-    let mut index = Index::default();
-    for (k, (loc, _)) in found {
-        index.insert_key(k, loc);
-    }
+    let index = Index::from_sorted(found.into_iter().map(|(k, (loc, _))| (k, loc)));
     Ok(Recovered {
         slabs,
+        clean_file,
         index,
         max_ts,
         bytes_read,

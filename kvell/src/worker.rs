@@ -59,6 +59,8 @@ pub enum WReq {
 
 pub enum Msg {
     Op(WReq, Done),
+    /// Several requests in one message (the reads of a scan).
+    Ops(Vec<(WReq, Done)>),
     Close(Sender<Result<()>>),
 }
 
@@ -156,6 +158,10 @@ pub struct Worker {
     pub queue_depth: usize,
     pub batch: usize,
     pub dsync: bool,
+    /// Item format (checksums or not).
+    pub fmt: slab::Format,
+    /// The clean-shutdown record, written at close (see `recovery::write_clean`).
+    pub clean_file: Option<usize>,
     ops: Vec<Option<Op>>,
     free_ops: Vec<usize>,
     active: usize,
@@ -195,6 +201,8 @@ impl Worker {
             queue_depth: queue_depth.max(1),
             batch: batch.max(1),
             dsync,
+            fmt: slab::Format::default(),
+            clean_file: None,
             ops: Vec::new(),
             free_ops: Vec::new(),
             active: 0,
@@ -246,6 +254,10 @@ impl Worker {
                     }
                 }
             }
+            // Gets deferred while handling new requests (a cached page that does not
+            // hold the indexed key, with no write pending: after a failed write)
+            // must not wait for a completion that may never come.
+            self.run_deferred();
             self.submit();
             if self.inflight > 0 {
                 let wait = !got || self.active >= max_active || closing.is_some() || disconnected;
@@ -276,6 +288,17 @@ impl Worker {
                         r = Err(Error::io(format!("syncing {}", s.path.display()), e));
                     }
                 }
+                // Everything is on disk: record where each slab ends, so the next
+                // open can tell lost pages from never-written ones.
+                if let Some(f) = self.clean_file
+                    && r.is_ok()
+                    && self.poison.check().is_ok()
+                {
+                    let ends: Vec<u64> = self.slabs.iter().map(|s| s.next_slot).collect();
+                    if let Err(e) = crate::recovery::write_clean(self.io.as_mut(), f, Some(&ends)) {
+                        r = Err(Error::io("writing the clean-shutdown record", e));
+                    }
+                }
                 if let Some(tx) = closing {
                     let _ = tx.send(r);
                 }
@@ -287,6 +310,11 @@ impl Worker {
     fn handle(&mut self, m: Msg, closing: &mut Option<Sender<Result<()>>>) {
         match m {
             Msg::Close(tx) => *closing = Some(tx),
+            Msg::Ops(ops) => {
+                for (req, done) in ops {
+                    self.handle(Msg::Op(req, done), closing);
+                }
+            }
             Msg::Op(req, done) => {
                 let op = Op {
                     req,
@@ -400,7 +428,7 @@ impl Worker {
         if !slab::is_large(loc.class())
             && let Some(page) = self.cache.get(unit)
         {
-            let kv = Self::small_value(page, loc);
+            let kv = Self::small_value(self.fmt, page, loc);
             let WReq::Get(key) = self.req(id) else {
                 unreachable!()
             };
@@ -448,10 +476,10 @@ impl Worker {
         }
     }
 
-    fn small_value(page: &[u8], loc: Loc) -> Result<(Vec<u8>, Vec<u8>), String> {
+    fn small_value(fmt: slab::Format, page: &[u8], loc: Loc) -> Result<(Vec<u8>, Vec<u8>), String> {
         let off = loc.offset_in_unit();
         let b = &page[off..off + slab::SMALL[loc.class()]];
-        match slab::parse(b, slab::room(loc.class()))? {
+        match fmt.parse(b, slab::room(loc.class()))? {
             Slot::Item {
                 key_len, value_len, ..
             } => {
@@ -492,7 +520,10 @@ impl Worker {
         let WReq::Put(key, value) = self.req(id) else {
             unreachable!()
         };
-        let class = slab::class_of(key.len(), value.len()).expect("checked at submit");
+        let class = self
+            .fmt
+            .class_of(key.len(), value.len())
+            .expect("checked at submit");
         let t = Instant::now();
         let old = self.index().get(key);
         let (target, old, fresh, follow_chain) = match old {
@@ -633,9 +664,9 @@ impl Worker {
             let WReq::Put(key, value) = self.req(id) else {
                 unreachable!()
             };
-            let used = slab::large_pages_used(key.len() + value.len());
+            let used = self.fmt.large_pages(key.len(), value.len());
             let mut buf = AlignedBuf::new(used * PAGE);
-            slab::write_large(&mut buf, ts, key, value);
+            self.fmt.write_large(&mut buf, ts, key, value);
             self.busy.insert(
                 unit,
                 Busy {
@@ -648,8 +679,9 @@ impl Worker {
         } else {
             let size = slab::SMALL[class];
             if follow {
+                let fmt = self.fmt;
                 let b = &self.prepared(unit)[off..off + size];
-                if let Ok(Slot::Tomb { next, .. }) = slab::parse(b, slab::room(class)) {
+                if let Ok(Slot::Tomb { next, .. }) = fmt.parse(b, slab::room(class)) {
                     self.slabs[class].free.continue_chain(next);
                 }
             }
@@ -661,7 +693,8 @@ impl Worker {
                 BusyState::Prepared(b) => b,
                 _ => unreachable!(),
             };
-            slab::write_small(&mut b[off..off + size], ts, key, value);
+            self.fmt
+                .write_small(&mut b[off..off + size], ts, key, value);
             self.busy.get_mut(&unit).expect("busy").acks.push(id);
         }
         self.op(id).stage = Stage::Written { old };
@@ -679,7 +712,7 @@ impl Worker {
         let next = self.slabs[class].free.next_for_tombstone();
         if slab::is_large(class) {
             let mut buf = AlignedBuf::new(PAGE);
-            slab::write_tomb(&mut buf, ts, next);
+            self.fmt.write_tomb(&mut buf, ts, next);
             self.busy.insert(
                 unit,
                 Busy {
@@ -691,8 +724,9 @@ impl Worker {
             self.to_submit.push_back((unit, IoKind::Write));
         } else {
             let off = loc.offset_in_unit();
+            let fmt = self.fmt;
             let b = self.prepared(unit);
-            slab::write_tomb(&mut b[off..off + slab::SMALL[class]], ts, next);
+            fmt.write_tomb(&mut b[off..off + slab::SMALL[class]], ts, next);
             self.busy.get_mut(&unit).expect("busy").acks.push(id);
         }
         self.op(id).stage = Stage::Freed { loc };
@@ -856,17 +890,18 @@ impl Worker {
             return None;
         }
         let class = unit.class();
-        Some(match slab::parse(buf, slab::room(class)) {
+        Some(match self.fmt.parse(buf, slab::room(class)) {
             Ok(Slot::Item {
                 ts,
                 key_len,
                 value_len,
-            }) => match slab::read_large(buf, ts, key_len, value_len) {
-                Some((k, v)) if k == *key => LargeGet::Answer(Ok(Reply::Value(Some(v)))),
-                Some(_) => LargeGet::Mismatch,
-                None => LargeGet::Answer(Err(
+            }) => match self.fmt.read_large(buf, ts, key_len, value_len) {
+                Ok(Some((k, v))) if k == *key => LargeGet::Answer(Ok(Reply::Value(Some(v)))),
+                Ok(Some(_)) => LargeGet::Mismatch,
+                Ok(None) => LargeGet::Answer(Err(
                     self.corrupt(unit, "large item with pages of different timestamps")
                 )),
+                Err(e) => LargeGet::Answer(Err(self.corrupt(unit, &e))),
             },
             Ok(_) => LargeGet::Mismatch,
             Err(e) => LargeGet::Answer(Err(self.corrupt(unit, &e))),

@@ -758,6 +758,23 @@ fn cmd_phase(a: &PhaseArgs, phases: (bool, bool)) -> Result<(), String> {
     if errors > 0 {
         eprintln!("warning: {errors} operations failed; see the Return= lines");
     }
+    // An I/O error, a refusal after one, or corruption means the store failed: the
+    // run is not a measurement, so the command fails (results are written first).
+    let fatal: u64 = report
+        .phases
+        .iter()
+        .flat_map(|p| &p.result.ops)
+        .flat_map(|o| &o.status)
+        .filter(|(s, _)| matches!(s.as_str(), "IO_ERROR" | "POISONED" | "CORRUPTION" | "ERROR"))
+        .map(|(_, n)| n)
+        .sum();
+    if fatal > 0 {
+        return Err(format!(
+            "the engine failed: {fatal} operations ended in IO_ERROR, POISONED, CORRUPTION or \
+             ERROR; the first: {}",
+            crate::runner::first_error().unwrap_or("(no message)")
+        ));
+    }
     Ok(())
 }
 

@@ -63,6 +63,20 @@ pub struct Ctx {
     pub device: Option<String>,
 }
 
+static FIRST_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the message of the first failed operation (for the final error line) and
+/// gives its kind, the status it is counted under.
+fn note_error(e: &kvapi::Error) -> &'static str {
+    FIRST_ERROR.get_or_init(|| e.to_string());
+    e.kind()
+}
+
+/// The message of the first operation that failed in this process, if any.
+pub fn first_error() -> Option<&'static str> {
+    FIRST_ERROR.get().map(String::as_str)
+}
+
 /// What one phase measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseResult {
@@ -190,7 +204,7 @@ impl Phase {
 fn outcome_of(r: &kvapi::Result<()>) -> Outcome {
     match r {
         Ok(()) => Outcome::Ok,
-        Err(e) => Outcome::Error(e.kind()),
+        Err(e) => Outcome::Error(note_error(e)),
     }
 }
 
@@ -218,14 +232,14 @@ fn pairs_outcome(pairs: &[kvapi::Pair], verify: bool) -> (Outcome, u64) {
 fn read_outcome(key: &[u8], r: &kvapi::Result<Option<Vec<u8>>>, verify: bool) -> (Outcome, u64) {
     match r {
         Ok(v) => value_outcome(key, v.as_ref(), verify),
-        Err(e) => (Outcome::Error(e.kind()), 0),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
     }
 }
 
 fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: bool) -> (Outcome, u64) {
     match r {
         Ok(pairs) => pairs_outcome(pairs, verify),
-        Err(e) => (Outcome::Error(e.kind()), 0),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
     }
 }
 
@@ -801,7 +815,7 @@ fn reply_outcome(key: &[u8], r: &kvapi::Result<Reply>, verify: bool) -> (Outcome
         Ok(Reply::Done) => (Outcome::Ok, 0),
         Ok(Reply::Value(v)) => value_outcome(key, v.as_ref(), verify),
         Ok(Reply::Pairs(p)) => pairs_outcome(p, verify),
-        Err(e) => (Outcome::Error(e.kind()), 0),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
     }
 }
 

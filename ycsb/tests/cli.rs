@@ -478,7 +478,7 @@ fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&dev).unwrap()).unwrap();
     assert_eq!(j["kind"], "device");
-    assert_eq!(j["points"].as_array().unwrap().len(), 7);
+    assert_eq!(j["points"].as_array().unwrap().len(), 8);
     // a sled run with device accounting and that device result states its ceiling
     let out = t.s("run.json");
     let o = ycsb(&[

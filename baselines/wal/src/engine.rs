@@ -180,6 +180,9 @@ pub struct Shared {
     pub data_path: PathBuf,
     /// Why the last replay stopped, for the notes.
     pub replay_stop: String,
+    /// The header as last written (a checkpoint rewrites it with `ckpt_pending` set
+    /// before it writes meta pages).
+    pub last_header: Mutex<WalHeader>,
 }
 
 /// The WAL engine. [`open_engine`](crate::open_engine) gives it as a `dyn Engine`;
@@ -245,16 +248,31 @@ impl WalEngine {
             detail,
         })?;
         let mut replay_stop = "created".to_string();
-        let (heap, log, pool) = match header {
+        let (heap, log, pool, last_header) = match header {
             None => {
+                // A zero header over a meta file that holds pages is a damaged
+                // database, not a new one: creating would overwrite it.
+                let meta_len = files.meta.len().map_err(ioe("reading the meta file"))?;
+                if meta_len > 0 {
+                    return Err(Error::Corruption {
+                        file: wal_path.clone(),
+                        offset: 0,
+                        detail: format!(
+                            "the WAL header is missing (zero) but the meta file holds \
+                             {meta_len} bytes: refusing to create a database over it"
+                        ),
+                    });
+                }
                 // Create: the meta superblock first, then the header, whose presence
                 // marks the database as created.
                 let n = cfg.log_size / BLOCK as u64 - 1;
                 let pool = pool_id();
                 let image = Image::new(pool);
+                let mut sb = image.page(0).to_vec();
+                crate::image::seal(&mut sb, 0);
                 files
                     .meta
-                    .write_at(image.page(0), 0)
+                    .write_at(&sb, 0)
                     .and_then(|()| files.meta.sync())
                     .map_err(ioe("creating the meta file"))?;
                 // Write the whole log once (zeros) so that later WAL writes overwrite
@@ -280,6 +298,7 @@ impl WalEngine {
                     log_blocks: n as u32,
                     ckpt_id: id_of(start, n),
                     commit_id: id_of(start, n),
+                    ckpt_pending: false,
                 };
                 files
                     .wal
@@ -287,11 +306,13 @@ impl WalEngine {
                     .and_then(|()| files.wal.sync())
                     .map_err(ioe("writing the WAL header"))?;
                 let heap = Heap::rebuild(image).map_err(|d| corrupt(&meta_path, d))?;
-                (heap, LogState::new(n, 1, start), pool)
+                (heap, LogState::new(n, 1, start), pool, h)
             }
             Some(h) => {
                 let n = h.log_blocks as u64;
                 let len = files.meta.len().map_err(ioe("reading the meta file"))?;
+                // A partial last page (an extending write torn by a crash) reads as
+                // zeros past the end and fails its CRC unless replay rewrites it.
                 let count = (len as usize).div_ceil(BLOCK).max(1);
                 let mut pages = Vec::with_capacity(count);
                 const CHUNK: usize = 256;
@@ -309,8 +330,15 @@ impl WalEngine {
                 stats
                     .bytes_read
                     .fetch_add((count * BLOCK) as u64, Ordering::Relaxed);
+                // Pages failing their CRC are allowed only if replay rewrites them
+                // (a checkpoint torn by a crash); checked after replay.
+                let bad: Vec<usize> = pages
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(p, b)| (!crate::image::unseal(b, p)).then_some(p))
+                    .collect();
                 let mut image = Image::from_pages(pages);
-                image
+                let pc0 = image
                     .check_superblock(h.pool_id)
                     .map_err(|d| corrupt(&meta_path, d))?;
                 stats
@@ -327,6 +355,28 @@ impl WalEngine {
                 let pc = image
                     .check_superblock(h.pool_id)
                     .map_err(|d| corrupt(&meta_path, d))?;
+                let replayed: std::collections::HashSet<u32> = r.pages.iter().copied().collect();
+                // A page failing its CRC is accepted only while a checkpoint was
+                // rewriting pages and replay rewrites it; a page past the end of the
+                // file only if replay creates it.
+                // Pages from `held` on are not in the checkpointed image (past the
+                // file, or past the superblock's page count): only replay makes them.
+                let held = count.min(pc0 as usize);
+                let unchecked = bad.into_iter().chain(held..pc as usize).find(|&p| {
+                    let replay_writes = replayed.contains(&(p as u32));
+                    p < pc as usize && !(replay_writes && (p >= held || h.ckpt_pending))
+                });
+                if let Some(p) = unchecked {
+                    return Err(Error::Corruption {
+                        file: meta_path.clone(),
+                        offset: (p * BLOCK) as u64,
+                        detail: if p < count {
+                            format!("meta page {p} fails its checksum")
+                        } else {
+                            format!("meta page {p} is missing (file of {count} pages)")
+                        },
+                    });
+                }
                 image.resize(pc as usize);
                 stats.bytes_read.fetch_add(r.bytes_read, Ordering::Relaxed);
                 stats.replayed_txns.store(r.txns, Ordering::Relaxed);
@@ -347,7 +397,7 @@ impl WalEngine {
                 heap.touch(&pages, r.end);
                 let mut log = LogState::new(n, h.generation.wrapping_add(1), r.end);
                 log.tail = crate::format::abs_of(h.ckpt_id, n);
-                (heap, log, h.pool_id)
+                (heap, log, h.pool_id, h)
             }
         };
         let sh = Arc::new(Shared {
@@ -370,6 +420,7 @@ impl WalEngine {
             stats,
             data_path,
             replay_stop,
+            last_header: Mutex::new(last_header),
         });
         // Checkpoint what replay changed and write the header with the new
         // generation before any new transaction: from here on, blocks left by earlier
@@ -759,6 +810,7 @@ impl Shared {
             return Err(Error::Closed);
         }
         limits().check_key(key)?;
+        let mut offset = 0;
         for _ in 0..3 {
             let x = {
                 let core = self.core.read().unwrap();
@@ -775,13 +827,14 @@ impl Shared {
             };
             // A mismatch can only be an extent freed and reused since the lookup;
             // look again.
+            offset = x.start as u64 * BLOCK as u64;
             if let Some(v) = self.read_extent(&x)? {
                 return Ok(Some(v));
             }
         }
         Err(Error::Corruption {
             file: self.data_path.clone(),
-            offset: 0,
+            offset,
             detail: format!("value of key {key:?} fails its checksum"),
         })
     }
@@ -836,7 +889,14 @@ impl Shared {
             log_blocks: n as u32,
             ckpt_id: id_of(ckpt, n),
             commit_id: id_of(commit, n),
+            ckpt_pending: false,
         };
+        self.put_header(&h)?;
+        *self.last_header.lock().unwrap() = h;
+        Ok(())
+    }
+
+    fn put_header(&self, h: &WalHeader) -> Result<()> {
         let r = self
             .files
             .wal
@@ -897,6 +957,13 @@ impl Shared {
             return Ok(());
         }
         self.wait_complete(r)?;
+        if !pages.is_empty() {
+            // Say that meta pages are being rewritten: only then may open accept a
+            // meta page that fails its CRC (torn by a crash) and let replay repair it.
+            let mut h = *self.last_header.lock().unwrap();
+            h.ckpt_pending = true;
+            self.put_header(&h)?;
+        }
         let mut i = 0;
         let mut bytes = 0u64;
         while i < pages.len() {
@@ -906,8 +973,10 @@ impl Shared {
                 j += 1;
             }
             let mut buf = Vec::with_capacity((j - i) * BLOCK);
-            for (_, p) in &pages[i..j] {
+            for (n, p) in &pages[i..j] {
+                let at = buf.len();
                 buf.extend_from_slice(p);
+                crate::image::seal(&mut buf[at..], *n as usize);
             }
             if let Err(e) = self
                 .files

@@ -77,6 +77,9 @@ pub struct WalHeader {
     /// when the header was written. A transaction before it that fails its checks is
     /// corruption, not the end of the log.
     pub commit_id: u64,
+    /// A checkpoint is writing meta pages: until the next header, a meta page may be
+    /// torn (and fail its CRC); replay rewrites it.
+    pub ckpt_pending: bool,
 }
 
 impl WalHeader {
@@ -90,7 +93,7 @@ impl WalHeader {
         wr_u32(&mut b, 20, self.log_blocks);
         wr_u64(&mut b, 24, self.ckpt_id);
         wr_u64(&mut b, 32, self.commit_id);
-        // 40..44 reserved (zero)
+        wr_u32(&mut b, 40, self.ckpt_pending as u32);
         let crc = crc32fast::hash(&b[..44]);
         wr_u32(&mut b, 44, crc);
         b
@@ -119,6 +122,7 @@ impl WalHeader {
             log_blocks: rd_u32(b, 20),
             ckpt_id: rd_u64(b, 24),
             commit_id: rd_u64(b, 32),
+            ckpt_pending: rd_u32(b, 40) != 0,
         };
         if h.log_blocks < 16 {
             return Err(format!("WAL header names {} log blocks", h.log_blocks));
@@ -156,6 +160,7 @@ mod tests {
             log_blocks: 64,
             ckpt_id: 1 << 32,
             commit_id: (1 << 32) | 5,
+            ckpt_pending: true,
         };
         let mut b = h.encode();
         assert_eq!(WalHeader::decode(&b).unwrap(), Some(h));

@@ -14,7 +14,8 @@ use crate::txn::{Entry, Kind};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const META_MAGIC: u32 = 0x5445_4d57; // "WMET"
-pub const META_VERSION: u32 = 1;
+/// Version 2: every page of the meta file carries a CRC32 (see [`seal`]).
+pub const META_VERSION: u32 = 2;
 /// Superblock field: pages in the image (u32 at byte 16 of page 0).
 pub const SB_PAGE_COUNT: usize = 16;
 pub const PAGE_HEADER: usize = 32;
@@ -113,6 +114,31 @@ pub struct Image {
     pages: Vec<Box<[u8]>>,
 }
 
+/// Where a page keeps its CRC32 in the meta file: a reserved field (superblock byte
+/// 20, other pages byte 4). The in-memory image keeps it zero, so redo entries never
+/// see it.
+pub fn crc_at(page: usize) -> usize {
+    if page == 0 { SB_PAGE_COUNT + 4 } else { 4 }
+}
+
+/// Sets the CRC32 of a page copy about to be written to the meta file (over the whole
+/// page with the field zero).
+pub fn seal(bytes: &mut [u8], page: usize) {
+    let at = crc_at(page);
+    wr_u32(bytes, at, 0);
+    let c = crc32fast::hash(bytes);
+    wr_u32(bytes, at, c);
+}
+
+/// Checks the CRC32 of a page read from the meta file and zeroes the field; false if
+/// it does not match (a corrupt, torn or never-written page).
+pub fn unseal(bytes: &mut [u8], page: usize) -> bool {
+    let at = crc_at(page);
+    let c = rd_u32(bytes, at);
+    wr_u32(bytes, at, 0);
+    crc32fast::hash(bytes) == c
+}
+
 fn zero_page() -> Box<[u8]> {
     vec![0u8; BLOCK].into_boxed_slice()
 }
@@ -141,7 +167,12 @@ impl Image {
             return Err("bad meta superblock magic".into());
         }
         if rd_u32(p, 4) != META_VERSION || rd_u32(p, 12) != BLOCK as u32 {
-            return Err("unsupported meta version or page size".into());
+            return Err(format!(
+                "unsupported meta version {} or page size {} (this build reads version \
+                 {META_VERSION}, pages of {BLOCK} bytes)",
+                rd_u32(p, 4),
+                rd_u32(p, 12)
+            ));
         }
         if rd_u32(p, 8) != pool_id {
             return Err(format!(

@@ -93,6 +93,8 @@ impl Storage for FileStorage {
 pub struct Faults {
     ops: AtomicU64,
     fail_at: AtomicU64,
+    /// Reads count (and fail) too.
+    reads: std::sync::atomic::AtomicBool,
 }
 
 impl Faults {
@@ -158,6 +160,9 @@ struct MemHandle {
 
 impl Storage for MemHandle {
     fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        if self.faults.reads.load(Ordering::SeqCst) {
+            self.faults.step()?;
+        }
         let g = self.file.inner.lock().unwrap();
         let start = (off as usize).min(g.written.len());
         let end = (off as usize + buf.len()).min(g.written.len());
@@ -227,6 +232,11 @@ impl MemVfs {
     /// Write/sync/set_len operations so far.
     pub fn ops(&self) -> u64 {
         self.faults.ops.load(Ordering::SeqCst)
+    }
+
+    /// Counts reads as operations too (and fails them), for fault injection.
+    pub fn count_reads(&self, on: bool) {
+        self.faults.reads.store(on, Ordering::SeqCst);
     }
 
     /// Makes operation number `n` (counted from the start) and all later ones fail.

@@ -23,6 +23,24 @@ struct State {
     files: BTreeMap<PathBuf, SimFile>,
     frozen: bool,
     fail_writes: bool,
+    /// I/O operations so far (reads, writes, syncs, growths).
+    ops: u64,
+    /// Operation number (0-based) from which every operation fails.
+    fail_at: Option<u64>,
+}
+
+impl State {
+    /// Counts one operation; fails it if fault injection says so.
+    fn step(&mut self) -> io::Result<()> {
+        let n = self.ops;
+        self.ops += 1;
+        match self.fail_at {
+            Some(f) if n >= f => Err(io::Error::other(format!(
+                "injected I/O failure at operation {n}"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A shared simulated disk; clone it to give it to an engine and keep a handle.
@@ -86,6 +104,17 @@ impl SimDisk {
         self.lock().fail_writes = fail;
     }
 
+    /// I/O operations (reads, writes, syncs, growths) issued so far.
+    pub fn ops(&self) -> u64 {
+        self.lock().ops
+    }
+
+    /// Makes operation number `n` (0-based, see [`SimDisk::ops`]) and every later one
+    /// fail; `None` stops the injection.
+    pub fn fail_at(&self, n: Option<u64>) {
+        self.lock().fail_at = n;
+    }
+
     /// Direct access to a file's current bytes (tests corrupt or truncate it).
     pub fn edit(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
         let mut s = self.lock();
@@ -123,6 +152,7 @@ impl Sim {
 
     fn do_write(&self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
         let mut s = self.disk.lock();
+        s.step()?;
         if s.fail_writes {
             return Err(io::Error::other("simulated write failure"));
         }
@@ -146,7 +176,8 @@ impl Sim {
     }
 
     fn do_read(&self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let s = self.disk.lock();
+        let mut s = self.disk.lock();
+        s.step()?;
         let f = s.files.get(&self.files[file]).expect("sim file");
         let off = offset as usize;
         if off + buf.len() > f.data.len() {
@@ -176,6 +207,7 @@ impl Backend for Sim {
     }
     fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
         let mut s = self.disk.lock();
+        s.step()?;
         if s.frozen {
             return Ok(());
         }
@@ -194,6 +226,7 @@ impl Backend for Sim {
     }
     fn sync(&mut self, file: FileId) -> io::Result<()> {
         let mut s = self.disk.lock();
+        s.step()?;
         if s.frozen {
             return Ok(());
         }

@@ -1,0 +1,551 @@
+//! The fault matrix (issue 9) for the WAL engine: corrupted files (log, meta and data
+//! files; a cleanly closed database and one whose last changes are only in the log),
+//! the Nth I/O failing for every N of a short workload, and a full disk.
+//!
+//! Outcomes per case: intact (every key right), refused (`Corruption` naming the
+//! file), read errors (`Corruption` at a read), lost (keys missing or at an older
+//! acknowledged value: a log cut short). A value never written for its key fails the
+//! test. The fast form samples pages; `KVTESTBED_EXHAUSTIVE=1` (or the ignored test)
+//! tries every page.
+
+use kvapi::{Engine, Error};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use wal_engine::format::BLOCK;
+use wal_engine::{Config, MemVfs, WalEngine};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// Every value each key ever had (an empty value stands for "deleted").
+type History = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
+
+static PANICS: AtomicUsize = AtomicUsize::new(0);
+
+fn count_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            prev(info)
+        }));
+    });
+}
+
+struct Rng(u64);
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn value_len(&mut self) -> usize {
+        match self.below(10) {
+            0 => 0,
+            1..=4 => self.below(120) as usize,
+            5 | 6 => 100 + self.below(1400) as usize,
+            7 => 1300 + self.below(2900) as usize,
+            _ => 4096 + self.below(40_000) as usize,
+        }
+    }
+}
+
+fn value(seed: u64, len: usize) -> Vec<u8> {
+    kvapi::conformance::value(seed, len)
+}
+
+fn cfg() -> Config {
+    let mut c = Config::with_dir(Path::new("/mem/wal"));
+    c.log_size = 257 * BLOCK as u64;
+    c.checkpoint_ms = 3_600_000;
+    c.checkpoint_pct = 95;
+    c
+}
+
+fn fill(e: &dyn Engine, seed: u64, n: u64, model: &mut Model, hist: &mut History) {
+    let mut rng = Rng::new(seed);
+    for i in 0..n {
+        let key = format!(
+            "key{:04}-{}",
+            rng.below(n * 2 / 3),
+            "y".repeat(rng.below(30) as usize)
+        )
+        .into_bytes();
+        if rng.below(8) == 0 {
+            e.delete(&key).unwrap();
+            model.remove(&key);
+            hist.entry(key).or_default().insert(Vec::new());
+        } else {
+            let v = value(seed * 100_000 + i, rng.value_len());
+            e.insert(&key, &v).unwrap();
+            model.insert(key.clone(), v.clone());
+            hist.entry(key).or_default().insert(v);
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    cases: usize,
+    intact: usize,
+    refused: usize,
+    read_errors: usize,
+    lost: usize,
+}
+
+enum Outcome {
+    Intact,
+    Refused,
+    ReadErrors,
+    Lost,
+}
+
+fn is_corruption_of_a_file(err: &Error) -> Result<(), String> {
+    match err {
+        Error::Corruption { file, .. }
+            if ["wal", "meta", "data"]
+                .iter()
+                .any(|n| file == &Path::new("/mem/wal").join(n)) =>
+        {
+            Ok(())
+        }
+        other => Err(format!(
+            "expected a Corruption error naming a file, got {other:?}"
+        )),
+    }
+}
+
+fn check_open(vfs: MemVfs, model: &Model, hist: &History) -> Result<Outcome, String> {
+    let e = match WalEngine::open_with(&vfs, cfg()) {
+        Ok(e) => e,
+        Err(err) => {
+            is_corruption_of_a_file(&err)?;
+            return Ok(Outcome::Refused);
+        }
+    };
+    let (mut lost, mut read_errors) = (0, 0);
+    for (k, versions) in hist {
+        match e.get(k) {
+            Ok(got) => {
+                let got = got.unwrap_or_default();
+                let want = model.get(k).cloned().unwrap_or_default();
+                if got != want {
+                    if !versions.contains(&got) && !got.is_empty() {
+                        return Err(format!(
+                            "a value never written for {:?} ({} bytes)",
+                            String::from_utf8_lossy(k),
+                            got.len()
+                        ));
+                    }
+                    lost += 1;
+                }
+            }
+            Err(err) => {
+                is_corruption_of_a_file(&err)?;
+                read_errors += 1;
+            }
+        }
+    }
+    match e.scan(b"", usize::MAX) {
+        Ok(pairs) => {
+            for (k, v) in pairs {
+                if !hist.get(&k).is_some_and(|h| h.contains(&v)) {
+                    return Err(format!("scan: a pair never written for {k:?}"));
+                }
+            }
+        }
+        Err(err) => {
+            is_corruption_of_a_file(&err)?;
+            read_errors += 1;
+        }
+    }
+    drop(e);
+    Ok(if read_errors > 0 {
+        Outcome::ReadErrors
+    } else if lost > 0 {
+        Outcome::Lost
+    } else {
+        Outcome::Intact
+    })
+}
+
+fn judge(vfs: MemVfs, model: &Model, hist: &History) -> Result<Outcome, String> {
+    let (m, h) = (model.clone(), hist.clone());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(check_open(vfs, &m, &h));
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("open or reads hung"),
+        Err(_) => panic!("the checking thread panicked"),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    Zero(usize),
+    Flip { seed: u64, page: usize, bits: u32 },
+    Truncate(usize),
+    Append(Vec<u8>),
+}
+
+impl Mutation {
+    fn class(&self) -> &'static str {
+        match self {
+            Mutation::Zero(_) => "zero page",
+            Mutation::Flip { .. } => "flip bits",
+            Mutation::Truncate(_) => "truncate",
+            Mutation::Append(_) => "append garbage",
+        }
+    }
+    fn apply(&self, b: &mut Vec<u8>) {
+        match self {
+            Mutation::Zero(p) => {
+                let end = ((p + 1) * BLOCK).min(b.len());
+                b[p * BLOCK..end].fill(0)
+            }
+            Mutation::Flip { seed, page, bits } => {
+                let mut r = Rng::new(*seed);
+                let end = ((page + 1) * BLOCK).min(b.len());
+                for _ in 0..*bits {
+                    let at = page * BLOCK + r.below((end - page * BLOCK) as u64) as usize;
+                    b[at] ^= 1 << r.below(8);
+                }
+            }
+            Mutation::Truncate(n) => b.truncate(*n),
+            Mutation::Append(g) => b.extend_from_slice(g),
+        }
+    }
+}
+
+fn exhaustive() -> bool {
+    std::env::var_os("KVTESTBED_EXHAUSTIVE").is_some_and(|v| v != "0")
+}
+
+fn mutations(len: usize, all: bool, seed: u64) -> Vec<Mutation> {
+    let pages = len.div_ceil(BLOCK);
+    let mut rng = Rng::new(seed);
+    let mut chosen: Vec<usize> = if all || pages <= 8 {
+        (0..pages).collect()
+    } else {
+        let mut v: Vec<usize> = (0..6).map(|_| rng.below(pages as u64) as usize).collect();
+        v.push(0);
+        v.push(pages - 1);
+        v
+    };
+    chosen.sort_unstable();
+    chosen.dedup();
+    let mut out = Vec::new();
+    for &p in &chosen {
+        out.push(Mutation::Zero(p));
+        out.push(Mutation::Truncate(p * BLOCK));
+        out.push(Mutation::Truncate(
+            p * BLOCK + 1 + rng.below(BLOCK as u64 - 1) as usize,
+        ));
+    }
+    let flips = if all { 2 * pages } else { 8 };
+    for s in 0..flips {
+        let page = if all {
+            s % pages
+        } else {
+            rng.below(pages as u64) as usize
+        };
+        out.push(Mutation::Flip {
+            seed: seed ^ ((s as u64 + 1) * 0x9E37),
+            page,
+            bits: 1 + (s % 3) as u32,
+        });
+    }
+    let mut g = Rng::new(seed ^ 0xbeef);
+    out.push(Mutation::Append(
+        (0..BLOCK).map(|_| g.next() as u8).collect(),
+    ));
+    out.push(Mutation::Append((0..100).map(|_| g.next() as u8).collect()));
+    out.push(Mutation::Append(vec![0xff; BLOCK]));
+    out
+}
+
+/// Builds the two images: cleanly closed, and killed with the last changes only in
+/// the log (fdatasync: every acknowledged write is durable).
+fn images() -> Vec<(&'static str, MemVfs, Model, History)> {
+    let mut out = Vec::new();
+    for name in ["closed", "log"] {
+        let vfs = MemVfs::new();
+        let e = WalEngine::open_with(&vfs, cfg()).unwrap();
+        let (mut model, mut hist) = (Model::new(), History::new());
+        fill(e.as_ref(), 1, 250, &mut model, &mut hist);
+        e.checkpoint_now().unwrap();
+        fill(e.as_ref(), 2, 60, &mut model, &mut hist);
+        let image = if name == "closed" {
+            e.close().unwrap();
+            drop(e);
+            vfs.crash_image(None)
+        } else {
+            let img = vfs.crash_image(None);
+            drop(e);
+            img
+        };
+        out.push((name, image, model, hist));
+    }
+    out
+}
+
+fn corruption_matrix(all: bool) -> BTreeMap<String, Tally> {
+    count_panics();
+    let mut tally: BTreeMap<String, Tally> = BTreeMap::new();
+    for (name, base, model, hist) in images() {
+        assert!(matches!(
+            judge(base.crash_image(None), &model, &hist),
+            Ok(Outcome::Intact)
+        ));
+        for (fi, file) in ["wal", "meta", "data"].iter().enumerate() {
+            let len = base.file(file).written().len();
+            assert!(len > 0, "{file} is empty");
+            for m in mutations(len, all, 31 + fi as u64) {
+                let v = base.crash_image(None);
+                let mut bytes = v.file(file).written();
+                m.apply(&mut bytes);
+                v.file(file).set_contents(bytes);
+                let t = tally
+                    .entry(format!("{name}/{file}/{}", m.class()))
+                    .or_default();
+                t.cases += 1;
+                match judge(v, &model, &hist)
+                    .unwrap_or_else(|e| panic!("{name} image, {file}, {m:?}: {e}"))
+                {
+                    Outcome::Intact => t.intact += 1,
+                    Outcome::Refused => t.refused += 1,
+                    Outcome::ReadErrors => t.read_errors += 1,
+                    Outcome::Lost => t.lost += 1,
+                }
+            }
+        }
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    eprintln!("wal corruption matrix (exhaustive={all}): {tally:#?}");
+    write_result("wal-corruption", &tally);
+    tally
+}
+
+fn write_result(test: &str, tally: &BTreeMap<String, Tally>) {
+    let Some(dir) = std::env::var_os("KVTESTBED_RESULTS") else {
+        return;
+    };
+    let mut s = String::new();
+    for (class, t) in tally {
+        s.push_str(&format!(
+            "{{\"engine\":\"wal\",\"test\":\"{test}\",\"fault\":\"{class}\",\"cases\":{},\
+             \"intact\":{},\"refused\":{},\"read_errors\":{},\"lost\":{},\"wrong\":0}}\n",
+            t.cases, t.intact, t.refused, t.read_errors, t.lost
+        ));
+    }
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(Path::new(&dir).join("faults.jsonl"))
+        .and_then(|mut f| f.write_all(s.as_bytes()))
+        .unwrap();
+}
+
+#[test]
+fn corruption_matrix_sampled() {
+    let t = corruption_matrix(exhaustive());
+    let sum = |f: &dyn Fn(&Tally) -> usize| t.values().map(f).sum::<usize>();
+    assert!(sum(&|t| t.cases) >= 100, "{t:#?}");
+    // a cleanly closed database loses nothing silently: damage is refused at open or
+    // reported at the read; only the log of the "log" image can lose its tail
+    for (k, v) in &t {
+        if k.starts_with("closed/") || k.starts_with("log/meta") {
+            assert_eq!(v.lost, 0, "{k}: {v:?}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "exhaustive: every page of every file; scripts/durability-audit runs it"]
+fn corruption_matrix_exhaustive() {
+    corruption_matrix(true);
+}
+
+// ---------------------------------------------------------------- I/O errors
+
+fn workload(e: &dyn Engine, acked: &mut Model) -> Result<(), Error> {
+    let mut rng = Rng::new(5);
+    for i in 0..30u64 {
+        let k = format!("w{:03}", rng.below(12)).into_bytes();
+        match i % 5 {
+            0..=2 => {
+                let v = value(i, rng.value_len());
+                e.insert(&k, &v)?;
+                acked.insert(k, v);
+            }
+            3 => {
+                let got = e.get(&k)?;
+                assert_eq!(got.as_ref(), acked.get(&k), "read during the workload");
+            }
+            _ => {
+                e.delete(&k)?;
+                acked.remove(&k);
+            }
+        }
+    }
+    assert_eq!(e.scan(b"w", 100)?.len(), acked.len());
+    e.close()
+}
+
+#[test]
+fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
+    count_panics();
+    let dry = MemVfs::new();
+    let e = WalEngine::open_with(&dry, cfg()).unwrap();
+    dry.count_reads(true);
+    let base = dry.ops();
+    workload(e.as_ref(), &mut Model::new()).unwrap();
+    let total = dry.ops() - base;
+    drop(e);
+    assert!(total > 30, "{total} I/Os");
+    let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for n in 0..total {
+        let vfs = MemVfs::new();
+        let e = WalEngine::open_with(&vfs, cfg()).unwrap();
+        vfs.count_reads(true);
+        vfs.fail_at(vfs.ops() + n);
+        let mut acked = Model::new();
+        let r = workload(e.as_ref(), &mut acked);
+        vfs.fail_at(u64::MAX);
+        let err = match r {
+            Ok(()) => panic!("I/O {n} of {total} failed but the workload succeeded"),
+            Err(err) => err,
+        };
+        *kinds.entry(err.kind()).or_default() += 1;
+        assert!(
+            matches!(err, Error::Io { .. } | Error::Poisoned(_)),
+            "I/O {n}: {err:?}"
+        );
+        let w = e.insert(b"after", b"x");
+        match &err {
+            // A failed read of a large value leaves nothing inconsistent: writes
+            // may go on.
+            Error::Io { context, .. } if context.contains("reading") => {
+                assert!(matches!(w, Ok(()) | Err(Error::Poisoned(_))), "{w:?}")
+            }
+            _ => assert!(
+                matches!(w, Err(Error::Poisoned(_)) | Err(Error::Closed)),
+                "I/O {n} ({err}): a write after the failure gave {w:?}"
+            ),
+        }
+        if !matches!(w, Err(Error::Closed)) {
+            let bad = acked
+                .iter()
+                .filter(|(k, v)| e.get(k).ok().flatten().as_ref() != Some(*v))
+                .count();
+            assert!(bad <= 1, "I/O {n}: {bad} acknowledged keys unreadable");
+        }
+        let _ = e.close();
+        drop(e);
+        let e = WalEngine::open_with(&vfs.crash_image(None), cfg())
+            .unwrap_or_else(|e| panic!("I/O {n}: reopen: {e}"));
+        let mut differ = BTreeSet::new();
+        for (k, v) in &acked {
+            if e.get(k).unwrap().as_ref() != Some(v) {
+                differ.insert(k.clone());
+            }
+        }
+        for (k, v) in e.scan(b"w", 1000).unwrap() {
+            if acked.get(&k) != Some(&v) {
+                differ.insert(k);
+            }
+        }
+        assert!(differ.len() <= 1, "I/O {n}: {differ:?}");
+        e.insert(b"after", b"x").unwrap();
+    }
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    eprintln!("wal I/O error injection: {total} I/Os, failed calls by kind {kinds:?}");
+    let mut t = BTreeMap::new();
+    t.insert(
+        "fail the Nth I/O (every N)".to_string(),
+        Tally {
+            cases: total as usize,
+            intact: total as usize,
+            ..Tally::default()
+        },
+    );
+    write_result("wal-io-errors", &t);
+}
+
+// ---------------------------------------------------------------- full disk
+
+#[test]
+fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
+    count_panics();
+    let fs = match kvapi::testfs::SmallFs::new("wal", 24) {
+        Ok(fs) => fs,
+        Err(why) => return eprintln!("SKIP full-disk test: {why}"),
+    };
+    let reserve = fs.path().join("reserve");
+    std::fs::write(&reserve, vec![1u8; 2 << 20]).unwrap();
+    let mut c = Config::with_dir(&fs.path().join("db"));
+    c.log_size = 1 << 20;
+    let e: Arc<dyn Engine> = WalEngine::open(c.clone()).unwrap();
+    let mut acked = Model::new();
+    let mut rng = Rng::new(3);
+    let mut err = None;
+    for i in 0..100_000u64 {
+        let k = format!("f{i:06}").into_bytes();
+        let v = value(i, 200 + rng.below(12_000) as usize);
+        match e.insert(&k, &v) {
+            Ok(()) => {
+                acked.insert(k, v);
+            }
+            Err(x) => {
+                err = Some(x);
+                break;
+            }
+        }
+    }
+    let err = err.expect("the disk never filled");
+    assert!(
+        matches!(err, Error::Io { .. } | Error::Poisoned(_)),
+        "{err:?}"
+    );
+    let w = e.insert(b"more", b"x");
+    assert!(matches!(w, Err(Error::Poisoned(_))), "{w:?}");
+    for (k, v) in acked.iter().step_by(13) {
+        assert_eq!(e.get(k).unwrap().as_ref(), Some(v));
+    }
+    let _ = e.close();
+    drop(e);
+    // Free some space, as an operator would, so the reopen can checkpoint.
+    std::fs::remove_file(&reserve).unwrap();
+    let e = WalEngine::open(c).unwrap();
+    for (k, v) in &acked {
+        assert_eq!(e.get(k).unwrap().as_ref(), Some(v), "after reopen");
+    }
+    eprintln!(
+        "wal: disk full after {} acknowledged inserts: {err}",
+        acked.len()
+    );
+    e.close().unwrap();
+    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    let mut t = BTreeMap::new();
+    t.insert(
+        "disk full".to_string(),
+        Tally {
+            cases: 1,
+            intact: 1,
+            ..Tally::default()
+        },
+    );
+    write_result("wal-full-disk", &t);
+}

@@ -1,0 +1,177 @@
+//! Scans, on one scan thread that runs many at once. A scan takes up to `count`
+//! keys >= start from every worker's index (each locked briefly), merges them and
+//! keeps the first `count`; then it reads the items through their workers (cache
+//! hits answered at once, misses batched into the workers' rings, a page wanted by
+//! several reads read once), with at most `in_flight` reads of that scan pending.
+//! No snapshot: a key deleted in between is skipped.
+//!
+//! The thread never waits for a scan's reads: it sends each worker the reads of a
+//! scan in one message, the replies of such a batch come back as one event on the
+//! thread's own unbounded channel (a worker never blocks on it), and the next reads
+//! of that scan are issued then; so the reads of every scan in flight overlap.
+#![deny(unsafe_code)]
+
+use crate::Shared;
+use crate::worker::{Done, WReq};
+use kvapi::{Error, Pair, Reply, Result};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+pub(crate) enum Event {
+    Job {
+        start: Vec<u8>,
+        count: usize,
+        done: Done,
+    },
+    /// The replies to one batch of reads: (position in the scan, reply).
+    Reads {
+        scan: usize,
+        replies: Vec<(usize, Result<Reply>)>,
+    },
+    /// Finish the scans in progress, then return.
+    Stop,
+}
+
+/// Reads of one scan sent to one worker together: the last to complete sends all
+/// their replies to the scan thread in one event (one wake-up, not one per item).
+struct Batch {
+    left: usize,
+    replies: Vec<(usize, Result<Reply>)>,
+}
+
+struct Scan {
+    keys: Vec<Vec<u8>>,
+    values: Vec<Option<Vec<u8>>>,
+    next: usize,
+    pending: usize,
+    err: Option<Error>,
+    done: Done,
+}
+
+/// The first `count` keys >= `start` over all workers, in order.
+fn collect(shared: &Shared, start: &[u8], count: usize) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for w in &shared.workers {
+        let idx = w.index.lock().unwrap_or_else(|e| e.into_inner());
+        keys.extend(idx.keys_from(start, count));
+    }
+    keys.sort_unstable();
+    keys.truncate(count);
+    keys
+}
+
+/// The scan thread's loop; `tx` sends to `rx` (completions use it).
+pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_flight: usize) {
+    let in_flight = in_flight.max(1);
+    let mut scans: Vec<Option<Scan>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut active = 0;
+    let mut stopping = false;
+    // Reads issued together (positions in the scan), per worker: one message each.
+    let mut batches: Vec<Vec<usize>> = shared.workers.iter().map(|_| Vec::new()).collect();
+    while !(stopping && active == 0) {
+        let Ok(ev) = rx.recv() else { return };
+        let id = match ev {
+            Event::Stop => {
+                stopping = true;
+                continue;
+            }
+            Event::Job { start, count, done } => {
+                if shared.closed() {
+                    done.call(Err(Error::Closed));
+                    continue;
+                }
+                let keys = if count == 0 {
+                    Vec::new()
+                } else {
+                    collect(shared, &start, count)
+                };
+                if keys.is_empty() {
+                    done.call(Ok(Reply::Pairs(Vec::new())));
+                    continue;
+                }
+                let scan = Scan {
+                    values: vec![None; keys.len()],
+                    keys,
+                    next: 0,
+                    pending: 0,
+                    err: None,
+                    done,
+                };
+                active += 1;
+                match free.pop() {
+                    Some(id) => {
+                        scans[id] = Some(scan);
+                        id
+                    }
+                    None => {
+                        scans.push(Some(scan));
+                        scans.len() - 1
+                    }
+                }
+            }
+            Event::Reads { scan, replies } => {
+                let s = scans[scan].as_mut().expect("live scan");
+                s.pending -= replies.len();
+                for (i, r) in replies {
+                    match r {
+                        Ok(Reply::Value(v)) => s.values[i] = v,
+                        Ok(_) => {}
+                        Err(e) => {
+                            s.err.get_or_insert(e);
+                        }
+                    }
+                }
+                scan
+            }
+        };
+        let s = scans[id].as_mut().expect("live scan");
+        while s.next < s.keys.len() && s.pending < in_flight && s.err.is_none() {
+            batches[shared.worker_of(&s.keys[s.next])].push(s.next);
+            s.next += 1;
+            s.pending += 1;
+        }
+        for (w, b) in batches.iter_mut().enumerate() {
+            if b.is_empty() {
+                continue;
+            }
+            let batch = Arc::new(Mutex::new(Batch {
+                left: b.len(),
+                replies: Vec::with_capacity(b.len()),
+            }));
+            let ops = b
+                .drain(..)
+                .map(|i| {
+                    let (batch, tx) = (batch.clone(), tx.clone());
+                    let done = Done::new(move |r| {
+                        let mut g = batch.lock().unwrap_or_else(|e| e.into_inner());
+                        g.replies.push((i, r));
+                        g.left -= 1;
+                        if g.left == 0 {
+                            let replies = std::mem::take(&mut g.replies);
+                            drop(g);
+                            let _ = tx.send(Event::Reads { scan: id, replies });
+                        }
+                    });
+                    (WReq::Get(s.keys[i].clone()), done)
+                })
+                .collect();
+            shared.send_many(w, ops);
+        }
+        if s.pending == 0 && (s.next == s.keys.len() || s.err.is_some()) {
+            let s = scans[id].take().expect("live scan");
+            free.push(id);
+            active -= 1;
+            let r = match s.err {
+                Some(e) => Err(e),
+                None => Ok(s
+                    .keys
+                    .into_iter()
+                    .zip(s.values)
+                    .filter_map(|(k, v)| v.map(|v| (k, v)))
+                    .collect::<Vec<Pair>>()),
+            };
+            s.done.call(r.map(Reply::Pairs));
+        }
+    }
+}
