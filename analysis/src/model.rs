@@ -402,6 +402,12 @@ pub struct Manifest {
     pub queue_depth: u64,
     pub operations: u64,
     pub scan_operations: u64,
+    /// Runs limited by time rather than by count: seconds per run, and for the
+    /// timeline runs (YCSB A and E uniform).
+    #[serde(default)]
+    pub run_seconds: Option<f64>,
+    #[serde(default)]
+    pub timeline_seconds: Option<f64>,
     pub engines: Vec<String>,
     pub notes: Vec<String>,
 }

@@ -75,6 +75,10 @@ pub struct Cycle {
 #[derive(Default)]
 pub struct Model {
     state: HashMap<String, State>,
+    /// Every version ever written to a key (acknowledged or pending at a kill): a
+    /// version found that was once written is an older state (a lost write, which
+    /// class `none` allows), one never written for the key is corrupt.
+    written: HashMap<String, std::collections::HashSet<u64>>,
 }
 
 struct Event {
@@ -130,6 +134,9 @@ impl Model {
     ) -> Result<(), String> {
         let mut pending: HashMap<&str, State> = HashMap::new();
         for e in events {
+            if let State::Version(v) = e.state {
+                self.written.entry(e.key.clone()).or_default().insert(v);
+            }
             if e.acked {
                 self.state.insert(e.key.clone(), e.state);
                 c.acknowledged += 1;
@@ -170,11 +177,11 @@ impl Model {
             let acked = self.state.get(&key).copied().unwrap_or(State::Absent);
             let allowed = found_state == acked || pending.get(key.as_str()) == Some(&found_state);
             if !allowed {
-                let older = match (found_state, acked) {
-                    (State::Version(f), State::Version(a)) => f < a,
-                    (State::Absent, State::Version(_)) => true,
-                    (State::Version(_), State::Absent) => false,
-                    _ => false,
+                // An older state of the key (a write or a delete lost) or a value
+                // that was never written for it.
+                let older = match found_state {
+                    State::Absent => true,
+                    State::Version(f) => self.written.get(&key).is_some_and(|w| w.contains(&f)),
                 };
                 if older {
                     c.lost += 1;
@@ -290,5 +297,28 @@ mod tests {
         assert!(ev[0].acked && ev[1].acked && !ev[2].acked);
         assert_eq!(ev[1].state, State::Absent);
         assert!(parse_events(&lines(&["P k x 1"])).is_err());
+    }
+
+    #[test]
+    fn an_older_state_is_lost_and_a_never_written_value_corrupt() {
+        let dir = kvapi::conformance::TempDir::new("crash-model");
+        let p = crate::props::Properties::new();
+        let opts = crate::engines::options("sled", &p, dir.path(), None);
+        let engine = crate::engines::open("sled", &opts).unwrap();
+        // k1: written at 5, then deleted at 6 (both acknowledged), found at 5: a lost
+        // delete. k2: acknowledged at 7, found at 3, which was never written to it.
+        // k3: acknowledged at 8 and found at 8.
+        engine.update(b"k1", &value::make(b"k1", 5, 64)).unwrap();
+        engine.update(b"k2", &value::make(b"k2", 3, 64)).unwrap();
+        engine.update(b"k3", &value::make(b"k3", 8, 64)).unwrap();
+        let ev = parse_events(&lines(&[
+            "P k1 5 64", "A 5", "D k1 6", "A 6", "P k2 7 64", "A 7", "P k3 8 64", "A 8",
+        ]))
+        .unwrap();
+        let mut m = Model::default();
+        let mut c = Cycle::default();
+        m.check(engine.as_ref(), &ev, &mut c).unwrap();
+        assert_eq!((c.keys_checked, c.lost, c.corrupt), (3, 1, 1), "{:?}", c.problems);
+        engine.close().unwrap();
     }
 }

@@ -410,16 +410,23 @@ impl PaperRun {
     pub fn scale_line(&self) -> String {
         match &self.manifest {
             Some(m) => format!(
-                "Scale {}: {} records x {} values ({} of data), memory {}, queue depth {}, \
-                 {} operations per run ({} on E).",
+                "Scale {}: {} records x {} values ({} of data), memory {}, queue depth {}, {}.",
                 if m.scale.is_empty() { "?" } else { &m.scale },
                 m.records,
                 human_bytes(m.value_bytes),
                 human_bytes(m.records.saturating_mul(m.value_bytes)),
                 human_bytes(m.memory_bytes),
                 m.queue_depth,
-                m.operations,
-                m.scan_operations
+                match (m.run_seconds, m.timeline_seconds) {
+                    (Some(r), Some(t)) => format!(
+                        "{r} s per run ({t} s for the YCSB A and E uniform timelines)"
+                    ),
+                    (Some(r), None) => format!("{r} s per run"),
+                    _ => format!(
+                        "{} operations per run ({} on E)",
+                        m.operations, m.scan_operations
+                    ),
+                }
             ),
             None => "Scale unknown (no manifest.json).".to_string(),
         }
