@@ -312,13 +312,25 @@ mod tests {
         engine.update(b"k2", &value::make(b"k2", 3, 64)).unwrap();
         engine.update(b"k3", &value::make(b"k3", 8, 64)).unwrap();
         let ev = parse_events(&lines(&[
-            "P k1 5 64", "A 5", "D k1 6", "A 6", "P k2 7 64", "A 7", "P k3 8 64", "A 8",
+            "P k1 5 64",
+            "A 5",
+            "D k1 6",
+            "A 6",
+            "P k2 7 64",
+            "A 7",
+            "P k3 8 64",
+            "A 8",
         ]))
         .unwrap();
         let mut m = Model::default();
         let mut c = Cycle::default();
         m.check(engine.as_ref(), &ev, &mut c).unwrap();
-        assert_eq!((c.keys_checked, c.lost, c.corrupt), (3, 1, 1), "{:?}", c.problems);
+        assert_eq!(
+            (c.keys_checked, c.lost, c.corrupt),
+            (3, 1, 1),
+            "{:?}",
+            c.problems
+        );
         engine.close().unwrap();
     }
 }

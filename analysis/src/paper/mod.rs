@@ -418,9 +418,8 @@ impl PaperRun {
                 human_bytes(m.memory_bytes),
                 m.queue_depth,
                 match (m.run_seconds, m.timeline_seconds) {
-                    (Some(r), Some(t)) => format!(
-                        "{r} s per run ({t} s for the YCSB A and E uniform timelines)"
-                    ),
+                    (Some(r), Some(t)) =>
+                        format!("{r} s per run ({t} s for the YCSB A and E uniform timelines)"),
                     (Some(r), None) => format!("{r} s per run"),
                     _ => format!(
                         "{} operations per run ({} on E)",
