@@ -870,15 +870,6 @@ fn timeline(run: &PaperRun, out: &mut Out, fig: &str, w: char) -> Result<(), Str
     )
 }
 
-fn engines_in(run: &PaperRun, gs: &[&Group]) -> Vec<String> {
-    run.ds
-        .engines
-        .iter()
-        .filter(|e| gs.iter().any(|g| pp::entry(g, e).is_some()))
-        .cloned()
-        .collect()
-}
-
 /// Grouped throughput bars: one category per group, one bar per engine, each run's
 /// ceiling marked and the fraction of it reached written above the bar.
 fn throughput_bars(
@@ -888,7 +879,7 @@ fn throughput_bars(
     title: &str,
     log: bool,
 ) -> (Bars, Vec<(String, Swatch)>, Vec<String>) {
-    let engines = engines_in(run, gs);
+    let engines = run.engines_in(gs);
     let mut values = Vec::new();
     let mut marks = Vec::new();
     let mut notes = Vec::new();
@@ -1021,7 +1012,7 @@ fn table5(run: &PaperRun, out: &mut Out) -> Result<(), String> {
         );
         return Ok(());
     }
-    let engines = engines_in(run, &gs);
+    let engines = run.engines_in(&gs);
     let mut cats = Vec::new();
     let mut values = Vec::new();
     let mut notes = Vec::new();
@@ -1159,7 +1150,7 @@ fn fig10(run: &PaperRun, out: &mut Out) -> Result<(), String> {
         return Ok(());
     }
     let groups: Vec<&Group> = gs.iter().map(|(_, g)| *g).collect();
-    let engines = engines_in(run, &groups);
+    let engines = run.engines_in(&groups);
     let lines: Vec<Line> = engines
         .iter()
         .map(|e| Line {
@@ -1550,7 +1541,7 @@ fn cpu_per_request(run: &PaperRun, out: &mut Out) -> Result<(), String> {
         out.skip("CPU per request", "no ycsb/ or production/ results");
         return Ok(());
     }
-    let engines = engines_in(run, &gs);
+    let engines = run.engines_in(&gs);
     let series: Vec<(String, RGBColor)> = engines
         .iter()
         .map(|e| (run.engine_label(e), engine_colour(&run.ds, e)))

@@ -462,6 +462,16 @@ impl PaperRun {
     pub fn engine_label(&self, engine: &str) -> String {
         format!("{engine} ({})", self.durability(engine))
     }
+
+    /// The engines, in display order, with a result in any of `gs`.
+    pub fn engines_in(&self, gs: &[&Group]) -> Vec<String> {
+        self.ds
+            .engines
+            .iter()
+            .filter(|e| gs.iter().any(|g| entry(g, e).is_some()))
+            .cloned()
+            .collect()
+    }
 }
 
 /// An engine's result in a group.

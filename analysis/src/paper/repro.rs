@@ -894,22 +894,20 @@ fn ycsb_section(
             }
         );
         code_block(s, &group_cmds(&gs));
-        let engines: Vec<String> = run
-            .ds
-            .engines
-            .iter()
-            .filter(|e| gs.iter().any(|g| entry(g, e).is_some()))
-            .cloned()
-            .collect();
-        s.push_str("Run-phase ops/s (fraction of the run's device ceiling):\n\n| workload |");
-        for e in &engines {
-            let _ = write!(s, " {} |", run.engine_label(e));
-        }
-        s.push_str(" KVell/RocksDB here | paper | verdict |\n| --- |");
-        for _ in &engines {
-            s.push_str(" ---: |");
-        }
-        s.push_str(" ---: | ---: | --- |\n");
+        let engines = run.engines_in(&gs);
+        s.push_str("Run-phase ops/s (fraction of the run's device ceiling):\n\n");
+        engine_table_head(
+            s,
+            run,
+            "workload",
+            "---",
+            &engines,
+            &[
+                ("KVell/RocksDB here", "---:"),
+                ("paper", "---:"),
+                ("verdict", "---"),
+            ],
+        );
         let mut held = 0;
         let mut judged = 0;
         let mut failing: Vec<&Group> = Vec::new();
@@ -1221,22 +1219,16 @@ fn fig10_section(
     );
     let groups: Vec<&Group> = gs.iter().map(|(_, g)| *g).collect();
     code_block(s, &group_cmds(&groups));
-    let engines: Vec<String> = run
-        .ds
-        .engines
-        .iter()
-        .filter(|e| groups.iter().any(|g| entry(g, e).is_some()))
-        .cloned()
-        .collect();
-    s.push_str("Scans per second:\n\n| value size |");
-    for e in &engines {
-        let _ = write!(s, " {} |", run.engine_label(e));
-    }
-    s.push_str(" RocksDB/KVell |\n| ---: |");
-    for _ in &engines {
-        s.push_str(" ---: |");
-    }
-    s.push_str(" ---: |\n");
+    let engines = run.engines_in(&groups);
+    s.push_str("Scans per second:\n\n");
+    engine_table_head(
+        s,
+        run,
+        "value size",
+        "---:",
+        &engines,
+        &[("RocksDB/KVell", "---:")],
+    );
     let sc = |g: &Group, e: &str| entry(g, e).and_then(|x| scans_per_s(&x.run));
     for (b, g) in &gs {
         let _ = write!(s, "| {} |", human_bytes(*b));
@@ -1537,22 +1529,11 @@ fn beyond_section(s: &mut String, run: &PaperRun, charts: &[PaperChart], link: &
         s.push_str("No ycsb/ or production/ results.\n\n");
         return;
     }
-    let engines: Vec<String> = run
-        .ds
-        .engines
-        .iter()
-        .filter(|e| gs.iter().any(|g| entry(g, e).is_some()))
-        .cloned()
-        .collect();
-    s.push_str("Run-phase CPU time of the whole process per request (user + system), lowest in bold:\n\n| workload |");
-    for e in &engines {
-        let _ = write!(s, " {} |", run.engine_label(e));
-    }
-    s.push_str("\n| --- |");
-    for _ in &engines {
-        s.push_str(" ---: |");
-    }
-    s.push('\n');
+    let engines = run.engines_in(&gs);
+    s.push_str(
+        "Run-phase CPU time of the whole process per request (user + system), lowest in bold:\n\n",
+    );
+    engine_table_head(s, run, "workload", "---", &engines, &[]);
     for g in &gs {
         let vals: Vec<Option<f64>> = engines
             .iter()
@@ -1632,6 +1613,33 @@ pub fn readme(
         }
     }
     s
+}
+
+/// A markdown table head: a first column, one right-aligned column per engine
+/// (labelled with its durability class), then `extra` columns as (name, alignment).
+fn engine_table_head(
+    s: &mut String,
+    run: &PaperRun,
+    first: &str,
+    first_align: &str,
+    engines: &[String],
+    extra: &[(&str, &str)],
+) {
+    let _ = write!(s, "| {first} |");
+    for e in engines {
+        let _ = write!(s, " {} |", run.engine_label(e));
+    }
+    for (name, _) in extra {
+        let _ = write!(s, " {name} |");
+    }
+    let _ = write!(s, "\n| {first_align} |");
+    for _ in engines {
+        s.push_str(" ---: |");
+    }
+    for (_, align) in extra {
+        let _ = write!(s, " {align} |");
+    }
+    s.push('\n');
 }
 
 #[cfg(test)]
