@@ -25,6 +25,8 @@
 pub mod conformance;
 mod dir;
 mod error;
+/// Test support shared by the engines' fault matrices (not used at run time).
+pub mod faults;
 mod options;
 mod pool;
 pub mod testfs;

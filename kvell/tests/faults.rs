@@ -13,29 +13,27 @@ mod common;
 
 use common::{Rng, value};
 use kvapi::conformance::TempDir;
+use kvapi::faults::{
+    Mutation, Outcome, SeededRng, Tally, count_panics, exhaustive, panics, write_result,
+};
 use kvapi::{Engine, Error};
 use kvell::{Config, IoMode, Kvell, Mode, SimDisk};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const PAGE: usize = 4096;
 
-static PANICS: AtomicUsize = AtomicUsize::new(0);
-
-/// Counts panics on every thread (worker threads included), then reports as usual.
-fn count_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            prev(info)
-        }));
-    });
+/// The bits a `Mutation::Flip` flips come from the tests' own generator.
+impl SeededRng for Rng {
+    fn seeded(seed: u64) -> Rng {
+        Rng::new(seed)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        Rng::below(self, n)
+    }
 }
 
 fn config(dir: &Path, disk: &SimDisk, checksum: bool) -> Config {
@@ -72,24 +70,6 @@ fn fill(e: &dyn Engine, seed: u64) -> (Model, Vec<Vec<u8>>) {
         deleted.push(k.clone());
     }
     (model, deleted)
-}
-
-/// What one corrupted image gave.
-#[derive(Debug, Default, Clone, Copy)]
-struct Tally {
-    cases: usize,
-    intact: usize,
-    refused: usize,
-    read_errors: usize,
-    /// Cases where some acknowledged keys were missing (no wrong value).
-    lost: usize,
-}
-
-enum Outcome {
-    Intact,
-    Refused,
-    ReadErrors,
-    Lost(usize),
 }
 
 /// Opens the image and checks every key; panics on a wrong value, a hang, or an
@@ -205,45 +185,6 @@ fn check_open(
     })
 }
 
-fn exhaustive() -> bool {
-    std::env::var_os("KVTESTBED_EXHAUSTIVE").is_some_and(|v| v != "0")
-}
-
-/// One mutation of one file.
-#[derive(Clone, Debug)]
-enum Mutation {
-    Zero(usize),
-    Flip { seed: u64, page: usize, bits: u32 },
-    Truncate(usize),
-    Append(Vec<u8>),
-}
-
-impl Mutation {
-    fn class(&self) -> &'static str {
-        match self {
-            Mutation::Zero(_) => "zero page",
-            Mutation::Flip { .. } => "flip bits",
-            Mutation::Truncate(_) => "truncate",
-            Mutation::Append(_) => "append garbage",
-        }
-    }
-
-    fn apply(&self, b: &mut Vec<u8>) {
-        match self {
-            Mutation::Zero(p) => b[p * PAGE..(p + 1) * PAGE].fill(0),
-            Mutation::Flip { seed, page, bits } => {
-                let mut r = Rng::new(*seed);
-                for _ in 0..*bits {
-                    let at = page * PAGE + r.below(PAGE as u64) as usize;
-                    b[at] ^= 1 << r.below(8);
-                }
-            }
-            Mutation::Truncate(n) => b.truncate(*n),
-            Mutation::Append(g) => b.extend_from_slice(g),
-        }
-    }
-}
-
 /// The mutations tried on a file of `len` bytes whose last non-zero page is `used`.
 fn mutations(len: usize, used: usize, all: bool, seed: u64) -> Vec<Mutation> {
     let pages = len / PAGE;
@@ -342,56 +283,32 @@ fn corruption_matrix(checksum: bool, all: bool) -> BTreeMap<&'static str, Tally>
             .rposition(|c| c.iter().any(|&x| x != 0))
             .unwrap_or(0);
         for m in mutations(data.len(), used, all, 77 + fi as u64) {
-            disk.edit(path, |b| m.apply(b));
+            disk.edit(path, |b| m.apply::<Rng>(b, PAGE));
             let t = tally.entry(m.class()).or_default();
             t.cases += 1;
             let outcome = judge(d.path(), &disk, checksum, &model, &deleted)
                 .unwrap_or_else(|e| panic!("{} {m:?}: {e}", path.display()));
-            match outcome {
-                Outcome::Intact => t.intact += 1,
-                Outcome::Refused => t.refused += 1,
-                Outcome::ReadErrors => t.read_errors += 1,
-                Outcome::Lost(n) => {
-                    t.lost += 1;
-                    if checksum {
-                        wrong.push(format!("{} {m:?}: {n} keys lost", path.display()));
-                    }
-                }
+            t.add(&outcome);
+            if let Outcome::Lost(n) = outcome
+                && checksum
+            {
+                wrong.push(format!("{} {m:?}: {n} keys lost", path.display()));
             }
             disk.edit(path, |b| *b = data.clone());
         }
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    assert_eq!(panics(), 0, "a thread panicked");
     eprintln!("kvell corruption matrix (checksum={checksum}, exhaustive={all}): {tally:#?}");
-    write_result(&format!("kvell-corruption-checksum-{checksum}"), &tally);
+    write_result(
+        "kvell",
+        &format!("kvell-corruption-checksum-{checksum}"),
+        &tally,
+    );
     if checksum {
         // with checksums and the clean-shutdown record, nothing is lost silently
         assert!(wrong.is_empty(), "keys lost without an error: {wrong:#?}");
     }
     tally
-}
-
-/// Appends the tally as JSON lines under $KVTESTBED_RESULTS (the audit script).
-fn write_result(name: &str, tally: &BTreeMap<&'static str, Tally>) {
-    let Some(dir) = std::env::var_os("KVTESTBED_RESULTS") else {
-        return;
-    };
-    let mut s = String::new();
-    for (class, t) in tally {
-        s.push_str(&format!(
-            "{{\"engine\":\"kvell\",\"test\":\"{name}\",\"fault\":\"{class}\",\"cases\":{},\
-             \"intact\":{},\"refused\":{},\"read_errors\":{},\"lost\":{},\"wrong\":0}}\n",
-            t.cases, t.intact, t.refused, t.read_errors, t.lost
-        ));
-    }
-    let path = Path::new(&dir).join("faults.jsonl");
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(s.as_bytes()).unwrap();
 }
 
 #[test]
@@ -438,7 +355,7 @@ fn corruption_matrix_without_checksums_never_panics() {
                 page: (s as usize * 7) % (used + 1),
                 bits: 1,
             };
-            disk.edit(path, |b| m.apply(b));
+            disk.edit(path, |b| m.apply::<Rng>(b, PAGE));
             cases += 1;
             // a wrong value is possible here: only count it
             if judge(d.path(), &disk, false, &model, &deleted).is_err() {
@@ -588,7 +505,7 @@ fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
         e.insert(b"after", b"x").unwrap();
         e.close().unwrap();
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    assert_eq!(panics(), 0);
     eprintln!(
         "kvell I/O error injection: {total} I/Os failed one at a time, {failed_calls} failed calls"
     );
@@ -603,7 +520,7 @@ fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
             ..Tally::default()
         },
     );
-    write_result("kvell-io-errors", &t);
+    write_result("kvell", "kvell-io-errors", &t);
 }
 
 /// Every acknowledged key has its value; the single write in flight at the failure
@@ -697,7 +614,7 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
                 ..Tally::default()
             },
         );
-        write_result("kvell-full-disk", &t);
+        write_result("kvell", "kvell-full-disk", &t);
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    assert_eq!(panics(), 0);
 }

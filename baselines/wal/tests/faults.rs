@@ -8,11 +8,13 @@
 //! test. The fast form samples pages; `KVTESTBED_EXHAUSTIVE=1` (or the ignored test)
 //! tries every page.
 
+use kvapi::faults::{
+    Mutation, Outcome, Rng, Tally, count_panics, exhaustive, panics, write_result,
+};
 use kvapi::{Engine, Error};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use wal_engine::format::BLOCK;
 use wal_engine::{Config, MemVfs, WalEngine};
@@ -20,44 +22,6 @@ use wal_engine::{Config, MemVfs, WalEngine};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Every value each key ever had (an empty value stands for "deleted").
 type History = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
-
-static PANICS: AtomicUsize = AtomicUsize::new(0);
-
-fn count_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            prev(info)
-        }));
-    });
-}
-
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn value_len(&mut self) -> usize {
-        match self.below(10) {
-            0 => 0,
-            1..=4 => self.below(120) as usize,
-            5 | 6 => 100 + self.below(1400) as usize,
-            7 => 1300 + self.below(2900) as usize,
-            _ => 4096 + self.below(40_000) as usize,
-        }
-    }
-}
 
 fn value(seed: u64, len: usize) -> Vec<u8> {
     kvapi::conformance::value(seed, len)
@@ -91,22 +55,6 @@ fn fill(e: &dyn Engine, seed: u64, n: u64, model: &mut Model, hist: &mut History
             hist.entry(key).or_default().insert(v);
         }
     }
-}
-
-#[derive(Debug, Default, Clone, Copy)]
-struct Tally {
-    cases: usize,
-    intact: usize,
-    refused: usize,
-    read_errors: usize,
-    lost: usize,
-}
-
-enum Outcome {
-    Intact,
-    Refused,
-    ReadErrors,
-    Lost,
 }
 
 fn is_corruption_of_a_file(err: &Error) -> Result<(), String> {
@@ -172,7 +120,7 @@ fn check_open(vfs: MemVfs, model: &Model, hist: &History) -> Result<Outcome, Str
     Ok(if read_errors > 0 {
         Outcome::ReadErrors
     } else if lost > 0 {
-        Outcome::Lost
+        Outcome::Lost(lost)
     } else {
         Outcome::Intact
     })
@@ -189,47 +137,6 @@ fn judge(vfs: MemVfs, model: &Model, hist: &History) -> Result<Outcome, String> 
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("open or reads hung"),
         Err(_) => panic!("the checking thread panicked"),
     }
-}
-
-#[derive(Clone, Debug)]
-enum Mutation {
-    Zero(usize),
-    Flip { seed: u64, page: usize, bits: u32 },
-    Truncate(usize),
-    Append(Vec<u8>),
-}
-
-impl Mutation {
-    fn class(&self) -> &'static str {
-        match self {
-            Mutation::Zero(_) => "zero page",
-            Mutation::Flip { .. } => "flip bits",
-            Mutation::Truncate(_) => "truncate",
-            Mutation::Append(_) => "append garbage",
-        }
-    }
-    fn apply(&self, b: &mut Vec<u8>) {
-        match self {
-            Mutation::Zero(p) => {
-                let end = ((p + 1) * BLOCK).min(b.len());
-                b[p * BLOCK..end].fill(0)
-            }
-            Mutation::Flip { seed, page, bits } => {
-                let mut r = Rng::new(*seed);
-                let end = ((page + 1) * BLOCK).min(b.len());
-                for _ in 0..*bits {
-                    let at = page * BLOCK + r.below((end - page * BLOCK) as u64) as usize;
-                    b[at] ^= 1 << r.below(8);
-                }
-            }
-            Mutation::Truncate(n) => b.truncate(*n),
-            Mutation::Append(g) => b.extend_from_slice(g),
-        }
-    }
-}
-
-fn exhaustive() -> bool {
-    std::env::var_os("KVTESTBED_EXHAUSTIVE").is_some_and(|v| v != "0")
 }
 
 fn mutations(len: usize, all: bool, seed: u64) -> Vec<Mutation> {
@@ -314,48 +221,23 @@ fn corruption_matrix(all: bool) -> BTreeMap<String, Tally> {
             for m in mutations(len, all, 31 + fi as u64) {
                 let v = base.crash_image(None);
                 let mut bytes = v.file(file).written();
-                m.apply(&mut bytes);
+                m.apply::<Rng>(&mut bytes, BLOCK);
                 v.file(file).set_contents(bytes);
                 let t = tally
                     .entry(format!("{name}/{file}/{}", m.class()))
                     .or_default();
                 t.cases += 1;
-                match judge(v, &model, &hist)
-                    .unwrap_or_else(|e| panic!("{name} image, {file}, {m:?}: {e}"))
-                {
-                    Outcome::Intact => t.intact += 1,
-                    Outcome::Refused => t.refused += 1,
-                    Outcome::ReadErrors => t.read_errors += 1,
-                    Outcome::Lost => t.lost += 1,
-                }
+                t.add(
+                    &judge(v, &model, &hist)
+                        .unwrap_or_else(|e| panic!("{name} image, {file}, {m:?}: {e}")),
+                );
             }
         }
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a thread panicked");
+    assert_eq!(panics(), 0, "a thread panicked");
     eprintln!("wal corruption matrix (exhaustive={all}): {tally:#?}");
-    write_result("wal-corruption", &tally);
+    write_result("wal", "wal-corruption", &tally);
     tally
-}
-
-fn write_result(test: &str, tally: &BTreeMap<String, Tally>) {
-    let Some(dir) = std::env::var_os("KVTESTBED_RESULTS") else {
-        return;
-    };
-    let mut s = String::new();
-    for (class, t) in tally {
-        s.push_str(&format!(
-            "{{\"engine\":\"wal\",\"test\":\"{test}\",\"fault\":\"{class}\",\"cases\":{},\
-             \"intact\":{},\"refused\":{},\"read_errors\":{},\"lost\":{},\"wrong\":0}}\n",
-            t.cases, t.intact, t.refused, t.read_errors, t.lost
-        ));
-    }
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(Path::new(&dir).join("faults.jsonl"))
-        .and_then(|mut f| f.write_all(s.as_bytes()))
-        .unwrap();
 }
 
 #[test]
@@ -470,7 +352,7 @@ fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
         assert!(differ.len() <= 1, "I/O {n}: {differ:?}");
         e.insert(b"after", b"x").unwrap();
     }
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    assert_eq!(panics(), 0);
     eprintln!("wal I/O error injection: {total} I/Os, failed calls by kind {kinds:?}");
     let mut t = BTreeMap::new();
     t.insert(
@@ -481,7 +363,7 @@ fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
             ..Tally::default()
         },
     );
-    write_result("wal-io-errors", &t);
+    write_result("wal", "wal-io-errors", &t);
 }
 
 // ---------------------------------------------------------------- full disk
@@ -537,7 +419,7 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
         acked.len()
     );
     e.close().unwrap();
-    assert_eq!(PANICS.load(Ordering::SeqCst), 0);
+    assert_eq!(panics(), 0);
     let mut t = BTreeMap::new();
     t.insert(
         "disk full".to_string(),
@@ -547,5 +429,5 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
             ..Tally::default()
         },
     );
-    write_result("wal-full-disk", &t);
+    write_result("wal", "wal-full-disk", &t);
 }
