@@ -117,6 +117,9 @@ pub struct Kvell {
     locks: Mutex<Vec<DirLock>>,
     recovery_us: u64,
     recovery_bytes: u64,
+    /// Items freed at open as torn writes (header or CRC failed after an unclean
+    /// shutdown).
+    recovery_torn_items: u64,
 }
 
 /// A one-shot rendezvous for the blocking calls.
@@ -161,7 +164,7 @@ impl Kvell {
         for w in 0..cfg.workers {
             let cfg = cfg.clone();
             let poison = poison.clone();
-            let (ready_tx, ready_rx) = sync_channel::<Result<(u64, u64)>>(1);
+            let (ready_tx, ready_rx) = sync_channel::<Result<(u64, u64, u64)>>(1);
             let (tx, rx) = sync_channel::<Msg>(cfg.queue_capacity());
             let index = Arc::new(Mutex::new(Index::default()));
             let stats = Arc::new(Stats::default());
@@ -190,11 +193,16 @@ impl Kvell {
                         );
                         worker.fmt = cfg.format();
                         worker.clean_file = Some(rec.clean_file);
-                        Ok((worker, rec.bytes_read, rec.stale + rec.torn))
+                        Ok((
+                            worker,
+                            rec.bytes_read,
+                            rec.stale + rec.torn + rec.torn_items,
+                            rec.torn_items,
+                        ))
                     })();
                     match r {
-                        Ok((worker, bytes, repaired)) => {
-                            let _ = ready_tx.send(Ok((bytes, repaired)));
+                        Ok((worker, bytes, repaired, torn_items)) => {
+                            let _ = ready_tx.send(Ok((bytes, repaired, torn_items)));
                             worker.run(rx);
                         }
                         Err(e) => {
@@ -217,11 +225,13 @@ impl Kvell {
         let mut first_err = None;
         let mut recovery_bytes = 0;
         let mut repaired = 0;
+        let mut recovery_torn_items = 0;
         for (h, ready) in opened {
             match ready.recv() {
-                Ok(Ok((b, r))) => {
+                Ok(Ok((b, r, t))) => {
                     recovery_bytes += b;
                     repaired += r;
+                    recovery_torn_items += t;
                 }
                 Ok(Err(e)) => {
                     first_err.get_or_insert(e);
@@ -242,7 +252,11 @@ impl Kvell {
             return Err(e);
         }
         let recovery_us = t0.elapsed().as_micros() as u64;
-        let info = cfg.info(recovery_us, recovery_bytes, repaired);
+        let mut info = cfg.info(recovery_us, recovery_bytes, repaired);
+        info.settings.push((
+            "recovery_torn_items".into(),
+            recovery_torn_items.to_string(),
+        ));
         let (scan_tx, scan_rx) = std::sync::mpsc::channel();
         let s2 = shared.clone();
         let tx2 = scan_tx.clone();
@@ -259,6 +273,7 @@ impl Kvell {
             locks: Mutex::new(locks),
             recovery_us,
             recovery_bytes,
+            recovery_torn_items,
         }))
     }
 
@@ -416,6 +431,7 @@ impl Engine for Kvell {
             ("io_submit_calls".into(), extra[4]),
             ("recovery_us".into(), self.recovery_us),
             ("recovery_bytes".into(), self.recovery_bytes),
+            ("recovery_torn_items".into(), self.recovery_torn_items),
         ];
         c
     }

@@ -2,7 +2,9 @@
 //! rebuilds its index (keeping the copy of a key with the highest timestamp) and its
 //! free lists (tombstones, torn large items, never-written slots below the end,
 //! and older copies of a key, which get a tombstone on disk before the engine opens,
-//! so they cannot come back after a later delete).
+//! so they cannot come back after a later delete). After an unclean shutdown, a slot
+//! whose header or checksum fails is a write torn inside a page (a device whose atomic
+//! unit is a 512 B sector): it gets a tombstone too and is counted in `torn_items`.
 #![deny(unsafe_code)]
 
 use crate::freelist::FreeList;
@@ -26,6 +28,9 @@ pub struct Recovered {
     pub bytes_read: u64,
     pub stale: u64,
     pub torn: u64,
+    /// Slots whose header or checksum failed after an unclean shutdown: torn writes,
+    /// freed (see DESIGN.md, Recovery).
+    pub torn_items: u64,
 }
 
 /// Magic of a clean-shutdown record ("KVCLEAN1").
@@ -99,6 +104,7 @@ pub fn recover(
     let mut max_ts = 0;
     let mut bytes_read = 0;
     let mut torn = 0;
+    let mut torn_slots: Vec<Loc> = Vec::new();
     let clean_path = dir.join(clean_name(worker));
     let clean_io = |e| Error::io(format!("reading {}", clean_path.display()), e);
     let clean_file = io.open(&clean_path).map_err(clean_io)?;
@@ -145,7 +151,30 @@ pub fn recover(
             let n = buf.len();
             bytes_read += n as u64;
             let mut consider = |slot: u64, at: u64, b: &[u8], large: bool| -> Result<()> {
-                match fmt.parse(b, room).map_err(|d| corrupt(&path, at, d))? {
+                // After an unclean shutdown a slot that fails its header or checksum is
+                // a write torn inside a page (512 B sectors): free it, never serve it.
+                // After a clean close nothing was in flight: it is corruption.
+                macro_rules! torn_here {
+                    ($d:expr) => {{
+                        let d: String = $d;
+                        if clean.is_some() {
+                            return Err(corrupt(&path, at, d));
+                        }
+                        eprintln!(
+                            "kvell: recovery: {} at offset {at}: {d}; treated as a write torn \
+                             by the crash, slot freed",
+                            path.display()
+                        );
+                        torn_slots.push(Loc::new(class, slot));
+                        end_slot = end_slot.max(slot + 1);
+                        return Ok(());
+                    }};
+                }
+                let parsed = match fmt.parse(b, room) {
+                    Ok(p) => p,
+                    Err(d) => torn_here!(d),
+                };
+                match parsed {
                     Slot::Empty => empty.push(slot),
                     Slot::Tomb { ts, .. } => {
                         max_ts = max_ts.max(ts);
@@ -162,10 +191,11 @@ pub fn recover(
                         let key = if large {
                             // An item running past the end of the file, or with a page of
                             // another timestamp, is a torn write: its slot is free.
-                            match fmt
-                                .read_large(b, ts, key_len, value_len)
-                                .map_err(|d| corrupt(&path, at, d))?
-                            {
+                            let read = match fmt.read_large(b, ts, key_len, value_len) {
+                                Ok(r) => r,
+                                Err(d) => torn_here!(d),
+                            };
+                            match read {
                                 Some((k, _)) => Key::new(&k),
                                 None if clean.is_some() => {
                                     // no write was in flight at a clean close
@@ -264,8 +294,9 @@ pub fn recover(
     }
     // Older copies and holes: write a tombstone over each, then reuse the slot.
     let nstale = stale.len() as u64;
-    let repairs = nstale + holes.len() as u64;
-    for loc in stale.into_iter().chain(holes) {
+    let torn_items = torn_slots.len() as u64;
+    let repairs = nstale + holes.len() as u64 + torn_items;
+    for loc in stale.into_iter().chain(holes).chain(torn_slots) {
         max_ts += 1;
         let class = loc.class();
         let s = &slabs[class];
@@ -308,6 +339,7 @@ pub fn recover(
         bytes_read,
         stale: nstale,
         torn,
+        torn_items,
     })
 }
 

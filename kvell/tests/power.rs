@@ -2,14 +2,17 @@
 //! "durable". With durability=flush nothing acknowledged is lost by a power loss;
 //! with durability=direct nothing acknowledged is lost by a killed process, and a
 //! power loss (non-durable pages kept or dropped at random, large items torn) still
-//! leaves a store that opens cleanly and answers every key.
+//! leaves a store that opens cleanly and answers every key. With 512 B sectors torn
+//! (a crash caught inside the engine's I/O) the store still reopens, never serves a
+//! wrong value, and only keys with a write pending at the crash lose their
+//! acknowledged value (counted; see DESIGN.md, Durability classes met).
 mod common;
 
 use common::{Rng, value};
 use kvapi::conformance::TempDir;
 use kvapi::{Engine, Error, Request};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, mpsc};
 
 fn config(dir: &std::path::Path, disk: &SimDisk, mode: Mode) -> Config {
@@ -27,50 +30,83 @@ fn versioned(k: u64, v: u64, len: usize) -> Vec<u8> {
     out
 }
 
-/// Per key: the highest acknowledged version, and every version submitted (true for
-/// a delete).
+/// Per key: the highest acknowledged version, the highest version submitted before
+/// the crash, and every version submitted (true for a delete).
 struct History {
     acked: HashMap<u64, u64>,
+    /// Every (key, version) acknowledged before the crash.
+    acked_all: HashSet<(u64, u64)>,
+    at_crash: HashMap<u64, u64>,
     submitted: HashMap<u64, Vec<(u64, bool)>>,
 }
 
 /// Writes with many requests in flight, crashes the disk after `crash_after`
 /// acknowledgements, reopens; returns the history and the reopened engine.
 fn write_and_crash(seed: u64, mode: Mode, crash: Crash) -> (History, Arc<Kvell>, TempDir, SimDisk) {
+    write_and_crash_opt(seed, mode, crash, false)
+}
+
+/// As [`write_and_crash`]; with `in_flight` the crash happens inside the engine's I/O
+/// instead, at a random operation, catching one write half-way (see
+/// `SimDisk::crash_at`), and only the acknowledgements seen before it count.
+fn write_and_crash_opt(
+    seed: u64,
+    mode: Mode,
+    crash: Crash,
+    in_flight_crash: bool,
+) -> (History, Arc<Kvell>, TempDir, SimDisk) {
     let d = TempDir::new("kvell-power");
     let disk = SimDisk::new();
     let e = Kvell::open(config(d.path(), &disk, mode)).unwrap();
     let a = e.clone().native_async().unwrap();
     let acked: Arc<Mutex<HashMap<u64, u64>>> = Arc::default();
+    let acked_all: Arc<Mutex<HashSet<(u64, u64)>>> = Arc::default();
+    let mut all_snapshot = None;
     let mut rng = Rng::new(seed);
     let crash_after = 300 + rng.below(1500) as usize;
+    if in_flight_crash {
+        disk.crash_at(disk.ops() + 2 * crash_after as u64, crash);
+    }
     let (tx, rx) = mpsc::channel::<()>();
     let mut version = HashMap::new();
     let mut submitted: HashMap<u64, Vec<(u64, bool)>> = HashMap::new();
     let mut in_flight = 0;
     let mut done = 0;
     let mut snapshot = None;
+    let mut at_crash = None;
     for _ in 0..4000 {
         while in_flight >= 48 {
             rx.recv().unwrap();
             in_flight -= 1;
             done += 1;
         }
-        if done >= crash_after && snapshot.is_none() {
+        if in_flight_crash {
+            if at_crash.is_none() && disk.crashed() {
+                // every version submitted before the crash, and maybe a few after
+                at_crash = Some(version.clone());
+            }
+        } else if done >= crash_after && snapshot.is_none() {
             // What was acknowledged before the crash must survive it.
             snapshot = Some(acked.lock().unwrap().clone());
+            all_snapshot = Some(acked_all.lock().unwrap().clone());
+            at_crash = Some(version.clone());
             disk.crash(crash);
         }
         let k = rng.below(300);
         let v = version.entry(k).and_modify(|v| *v += 1).or_insert(1u64);
         let v = *v;
         let len = rng.value_len();
-        let (tx, acked) = (tx.clone(), acked.clone());
+        let (tx, acked, disk2) = (tx.clone(), acked.clone(), disk.clone());
+        let all = acked_all.clone();
         in_flight += 1;
         let delete = rng.below(10) == 0;
         submitted.entry(k).or_default().push((v, delete));
         let ack = move |acked: &Mutex<HashMap<u64, u64>>| {
             let mut a = acked.lock().unwrap();
+            if in_flight_crash && disk2.crashed() {
+                return; // completed after the crash, or before: not counted as acknowledged
+            }
+            all.lock().unwrap().insert((k, v));
             let e = a.entry(k).or_insert(0);
             *e = (*e).max(v);
         };
@@ -102,6 +138,8 @@ fn write_and_crash(seed: u64, mode: Mode, crash: Crash) -> (History, Arc<Kvell>,
     for _ in 0..in_flight {
         rx.recv().unwrap();
     }
+    let at_crash = at_crash.unwrap_or_else(|| version.clone());
+    let all_snapshot = all_snapshot.unwrap_or_else(|| acked_all.lock().unwrap().clone());
     let snapshot = snapshot.unwrap_or_else(|| {
         let s = acked.lock().unwrap().clone();
         disk.crash(crash);
@@ -114,6 +152,8 @@ fn write_and_crash(seed: u64, mode: Mode, crash: Crash) -> (History, Arc<Kvell>,
     let e = Kvell::open(config(d.path(), &disk, mode)).expect("reopen after a crash");
     let h = History {
         acked: snapshot,
+        acked_all: all_snapshot,
+        at_crash,
         submitted,
     };
     (h, e, d, disk)
@@ -245,6 +285,132 @@ fn failed_write_poisons() {
     e.close().unwrap();
 }
 
+/// What [`sector_tearing`] measured over some seeds.
+#[derive(Default, Debug)]
+struct Tally {
+    keys: u64,
+    torn_items: u64,
+    /// Acknowledged values gone (key absent) after a later pending write was torn.
+    lost: u64,
+    /// Keys back at an older written value than the last acknowledged one (see
+    /// DESIGN.md, Recovery: a request acknowledged while an earlier one on the same
+    /// key was still in flight).
+    rolled_back: u64,
+}
+
+/// Power loss caught inside the engine's I/O on a device with 512 B atomic sectors,
+/// durability=flush: the store always reopens; a key with no write pending at the
+/// crash keeps its acknowledged value; a key whose pending in-place write was torn may
+/// lose its acknowledged value (the torn slot fails its CRC and is freed, never
+/// served); no value is ever one that was not written for its key.
+fn sector_tearing(seed: u64, crash: Crash, t: &mut Tally) {
+    let (h, e, _d, _disk) = write_and_crash_opt(seed, Mode::Flush, crash, true);
+    let torn = e
+        .counters()
+        .extra
+        .iter()
+        .find(|(k, _)| k == "recovery_torn_items")
+        .map(|&(_, v)| v)
+        .expect("recovery_torn_items counter");
+    assert!(
+        e.info()
+            .settings
+            .iter()
+            .any(|(k, v)| k == "recovery_torn_items" && *v == torn.to_string())
+    );
+    t.torn_items += torn;
+    for (&k, subs) in &h.submitted {
+        let got = e.get(format!("p{k}").as_bytes()).unwrap();
+        let acked = h.acked.get(&k).copied().unwrap_or(0);
+        let sent = h.at_crash.get(&k).copied().unwrap_or(0);
+        // a write of this key submitted before the crash and not acknowledged
+        let pending = subs
+            .iter()
+            .any(|&(sv, _)| sv <= sent && !h.acked_all.contains(&(k, sv)));
+        t.keys += 1;
+        match got {
+            Some(g) => {
+                // never a wrong value: a version written for this key, byte for byte
+                let gv = u64::from_le_bytes(g[..8].try_into().unwrap());
+                assert!(
+                    subs.contains(&(gv, false)) && gv <= sent,
+                    "seed {seed}: p{k} v{gv} never written before the crash"
+                );
+                assert_eq!(
+                    g,
+                    versioned(k, gv, g.len() - 8),
+                    "seed {seed}: p{k} v{gv} wrong bytes"
+                );
+                if gv < acked {
+                    assert!(
+                        pending,
+                        "seed {seed}: p{k} at v{gv}, acknowledged v{acked}, nothing pending"
+                    );
+                    t.rolled_back += 1;
+                }
+            }
+            // a delete submitted before the crash may have taken effect
+            None if acked == 0
+                || subs
+                    .iter()
+                    .any(|&(sv, del)| del && sv >= acked && sv <= sent) => {}
+            None => {
+                assert!(
+                    pending,
+                    "seed {seed}: p{k} acknowledged at v{acked}, no write pending, is missing"
+                );
+                t.lost += 1;
+            }
+        }
+    }
+    let scanned = e.scan(b"", usize::MAX).unwrap();
+    assert_eq!(scanned.len() as u64, e.counters().items.unwrap());
+    e.close().unwrap();
+}
+
+fn sector_tearing_seeds(seeds: std::ops::Range<u64>, crash: fn(u64) -> Crash) -> Tally {
+    let mut t = Tally::default();
+    let n = seeds.end - seeds.start;
+    for seed in seeds {
+        sector_tearing(seed, crash(seed), &mut t);
+    }
+    let name = match crash(0) {
+        Crash::PowerSectors(_) => "power loss, 512 B sectors",
+        Crash::Power(_) => "power loss, 4 KiB pages",
+        Crash::Process => "killed process",
+    };
+    println!(
+        "{name}, crash inside the I/O, durability=flush, {n} seeds: {} keys checked, {} torn items freed \
+         at recovery, {} acknowledged values lost to a torn pending in-place update, {} \
+         keys rolled back to an older value (a write of theirs pending)",
+        t.keys, t.torn_items, t.lost, t.rolled_back
+    );
+    t
+}
+
+#[test]
+fn power_loss_torn_sectors_with_flush() {
+    sector_tearing_seeds(1..9, Crash::PowerSectors);
+}
+
+#[ignore]
+#[test]
+fn power_loss_torn_sectors_many_seeds() {
+    let t = sector_tearing_seeds(100..400, Crash::PowerSectors);
+    assert!(t.torn_items > 0 && t.lost > 0, "{t:?}");
+}
+
+/// The same crash inside the engine's I/O with 4 KiB atomic pages, and as a killed
+/// process: no torn items; any loss or roll-back is counted (see DESIGN.md, Recovery).
+#[ignore]
+#[test]
+fn in_flight_crash_whole_pages_many_seeds() {
+    let t = sector_tearing_seeds(100..400, Crash::Power);
+    assert_eq!(t.torn_items, 0, "{t:?}");
+    let t = sector_tearing_seeds(100..400, |_| Crash::Process);
+    assert_eq!(t.torn_items, 0, "{t:?}");
+}
+
 #[ignore]
 #[test]
 fn power_loss_many_seeds() {
@@ -256,4 +422,48 @@ fn power_loss_many_seeds() {
         check_acked(seed, &acked, &e);
         e.close().unwrap();
     }
+}
+
+/// The rule, deterministically: a slot failing its CRC is `Corruption` after a clean
+/// close, and a torn write (freed, counted) after an unclean shutdown.
+#[test]
+fn crc_failure_is_torn_only_after_unclean_shutdown() {
+    let d = TempDir::new("kvell-torn-rule");
+    let disk = SimDisk::new();
+    let cfg = || {
+        let mut c = config(d.path(), &disk, Mode::Flush);
+        c.workers = 1;
+        c
+    };
+    let e = Kvell::open(cfg()).unwrap();
+    e.insert(b"a", b"1").unwrap();
+    e.insert(b"b", b"2").unwrap();
+    e.close().unwrap();
+    drop(e);
+    let slab = d.path().join(kvell::slab::file_name(0, 0));
+    disk.edit(&slab, |b| b[17] ^= 0x40); // the value of the first item
+    let err = Kvell::open(cfg())
+        .err()
+        .expect("a CRC failure after a clean close");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    // the record no longer says "closed cleanly": the same slot is a torn write
+    disk.edit(&d.path().join("w000.clean"), |b| b.fill(0));
+    let e = Kvell::open(cfg()).unwrap();
+    let torn = e
+        .counters()
+        .extra
+        .iter()
+        .find(|(k, _)| k == "recovery_torn_items")
+        .unwrap()
+        .1;
+    assert_eq!(torn, 1);
+    assert_eq!(e.get(b"a").unwrap(), None, "a torn item is never served");
+    assert_eq!(e.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+    e.insert(b"c", b"3").unwrap();
+    e.close().unwrap();
+    drop(e);
+    let e = Kvell::open(cfg()).unwrap(); // freed with a tombstone: clean now
+    assert_eq!(e.get(b"c").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(e.scan(b"", usize::MAX).unwrap().len(), 2);
+    e.close().unwrap();
 }

@@ -2,7 +2,8 @@
 //! the last flush is "written" but not "durable". [`SimDisk::crash`] freezes the disk
 //! (later writes are lost) and builds the image a crash would leave: after a killed
 //! process every completed write survives; after a power loss each non-durable page
-//! independently survives or not (writes torn at 4 KiB).
+//! independently survives or not (writes torn at 4 KiB), or, for a device whose atomic
+//! write unit is a 512 B sector, each sector of each non-durable page does.
 #![deny(unsafe_code)]
 
 use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq, PAGE};
@@ -27,6 +28,9 @@ struct State {
     ops: u64,
     /// Operation number (0-based) from which every operation fails.
     fail_at: Option<u64>,
+    /// A crash armed by [`SimDisk::crash_at`]: it happens in the first write at or
+    /// after this operation number, that write caught half-way (written, not durable).
+    crash_at: Option<(u64, Crash)>,
 }
 
 impl State {
@@ -39,6 +43,44 @@ impl State {
                 "injected I/O failure at operation {n}"
             ))),
             _ => Ok(()),
+        }
+    }
+
+    /// Freezes the disk in the state `crash` leaves.
+    fn crash(&mut self, crash: Crash) {
+        self.frozen = true;
+        self.crash_at = None;
+        let mut x = match crash {
+            Crash::Process => 0,
+            Crash::Power(seed) | Crash::PowerSectors(seed) => {
+                seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1
+            }
+        };
+        let unit = match crash {
+            Crash::PowerSectors(_) => SECTOR,
+            _ => PAGE,
+        };
+        let mut coin = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x & 1 == 1
+        };
+        for f in self.files.values_mut() {
+            for &p in &f.dirty {
+                for u in (p * PAGE..(p + 1) * PAGE).step_by(unit) {
+                    let keep = match crash {
+                        Crash::Process => true,
+                        Crash::Power(_) | Crash::PowerSectors(_) => coin(),
+                    };
+                    if keep {
+                        let r = u..u + unit;
+                        f.durable[r.clone()].copy_from_slice(&f.data[r]);
+                    }
+                }
+            }
+            f.dirty.clear();
+            f.data = f.durable.clone();
         }
     }
 }
@@ -54,7 +96,14 @@ pub enum Crash {
     Process,
     /// Power loss: non-durable pages survive or not at random (seeded).
     Power(u64),
+    /// Power loss on a device with 512 B atomic sectors: each 512 B sector of each
+    /// non-durable page survives or not at random (seeded), so a page write is torn
+    /// inside the page.
+    PowerSectors(u64),
 }
+
+/// The atomic write unit of [`Crash::PowerSectors`].
+pub const SECTOR: usize = 512;
 
 impl SimDisk {
     pub fn new() -> SimDisk {
@@ -67,31 +116,19 @@ impl SimDisk {
 
     /// Freezes the disk in the state `crash` leaves; writes after this are dropped.
     pub fn crash(&self, crash: Crash) {
-        let mut s = self.lock();
-        s.frozen = true;
-        let mut x = match crash {
-            Crash::Process => 0,
-            Crash::Power(seed) => seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-        };
-        for f in s.files.values_mut() {
-            for &p in &f.dirty {
-                let keep = match crash {
-                    Crash::Process => true,
-                    Crash::Power(_) => {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x & 1 == 1
-                    }
-                };
-                if keep {
-                    let r = p * PAGE..(p + 1) * PAGE;
-                    f.durable[r.clone()].copy_from_slice(&f.data[r]);
-                }
-            }
-            f.dirty.clear();
-            f.data = f.durable.clone();
-        }
+        self.lock().crash(crash);
+    }
+
+    /// Arms a crash inside the engine's I/O: the first write issued as operation `op`
+    /// (see [`SimDisk::ops`]) or later is caught in flight (its pages written but not
+    /// durable, even with O_DSYNC), then the disk crashes as [`SimDisk::crash`] does.
+    pub fn crash_at(&self, op: u64, crash: Crash) {
+        self.lock().crash_at = Some((op, crash));
+    }
+
+    /// Whether the disk has crashed (and not restarted).
+    pub fn crashed(&self) -> bool {
+        self.lock().frozen
     }
 
     /// Unfreezes the disk (after the crashed engine is dropped) for a reopen.
@@ -167,10 +204,19 @@ impl Sim {
             f.durable.resize(end, 0);
         }
         f.data[off..end].copy_from_slice(buf);
-        if self.flags.dsync {
+        // An armed crash catches this write in flight: written, not yet durable.
+        let crash = match s.crash_at {
+            Some((at, c)) if s.ops > at => Some(c),
+            _ => None,
+        };
+        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        if self.flags.dsync && crash.is_none() {
             f.durable[off..end].copy_from_slice(buf);
         } else {
             f.dirty.extend(off / PAGE..end.div_ceil(PAGE));
+        }
+        if let Some(c) = crash {
+            s.crash(c);
         }
         Ok(())
     }
