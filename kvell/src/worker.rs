@@ -9,6 +9,14 @@
 //! which may still join a write that is prepared but not yet submitted (so several
 //! updates of one page leave in one write). When no I/O is pending on a unit, its
 //! cached copy (if any) is exactly what is on the device.
+//!
+//! Per-key rule: at most one write sequence (update, insert or delete, with every I/O
+//! it makes: the item, then the tombstone over an old copy) per key is under way. A
+//! later write of the same key waits in that key's queue (`keys`) and starts only
+//! when the earlier one has finished, so a request is never acknowledged while an
+//! earlier write of its key is incomplete (a crash could otherwise leave that earlier
+//! write's old copy as the only valid one). Reads are not queued: the index is
+//! updated when a write starts, and a write is acknowledged only after it completes.
 #![deny(unsafe_code)]
 
 use crate::cache::PageCache;
@@ -18,7 +26,7 @@ use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE};
 use crate::slab::{self, Loc, Slot, Unit};
 use crate::stats::Stats;
 use kvapi::{Error, Reply, Result};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -124,6 +132,8 @@ struct Op {
     stage: Stage,
     counted: bool,
     retried: bool,
+    /// A write that holds its key's entry in `Worker::keys` (released in `finish`).
+    holds_key: bool,
 }
 
 enum LargeGet {
@@ -170,8 +180,11 @@ pub struct Worker {
     inflight: usize,
     pool: BufPool,
     completions: Vec<IoDone>,
-    /// Gets to retry once the current wake-up's other requests are stepped.
+    /// Gets to retry once the current wake-up's other requests are stepped, and
+    /// writes whose key was just released.
     deferred: Vec<usize>,
+    /// Keys with a write sequence under way, each with the writes waiting for it.
+    keys: HashMap<Vec<u8>, VecDeque<usize>>,
 }
 
 impl Worker {
@@ -212,6 +225,7 @@ impl Worker {
             pool: BufPool::default(),
             completions: Vec::new(),
             deferred: Vec::new(),
+            keys: HashMap::new(),
         }
     }
 
@@ -322,6 +336,7 @@ impl Worker {
                     stage: Stage::Start,
                     counted: false,
                     retried: false,
+                    holds_key: false,
                 };
                 let id = match self.free_ops.pop() {
                     Some(i) => {
@@ -345,6 +360,53 @@ impl Worker {
             self.active -= 1;
             if let Some(done) = op.done.take() {
                 done.call(r);
+            }
+            if op.holds_key {
+                self.release_key(op.req);
+            }
+        }
+    }
+
+    /// The key of a write.
+    fn write_key(req: &WReq) -> Option<&[u8]> {
+        match req {
+            WReq::Put(k, _) | WReq::Delete(k) => Some(k),
+            WReq::Get(_) => None,
+        }
+    }
+
+    /// Takes the key of write `id` for its sequence; false if another write holds it
+    /// (then `id` waits in the key's queue, started by `release_key`).
+    fn acquire_key(&mut self, id: usize) -> bool {
+        let op = self.ops[id].as_mut().expect("live op");
+        if op.holds_key {
+            return true;
+        }
+        let key = Self::write_key(&op.req).expect("a write");
+        if let Some(q) = self.keys.get_mut(key) {
+            q.push_back(id);
+            return false;
+        }
+        self.keys.insert(key.to_vec(), VecDeque::new());
+        op.holds_key = true;
+        true
+    }
+
+    /// A write sequence of this key finished (done or failed): the next queued write
+    /// of the key, if any, takes it over and is started from the deferred list (not
+    /// from here: `finish` runs inside completion loops).
+    fn release_key(&mut self, req: WReq) {
+        let key = Self::write_key(&req).expect("a write");
+        let Some(q) = self.keys.get_mut(key) else {
+            return;
+        };
+        match q.pop_front() {
+            Some(next) => {
+                self.op(next).holds_key = true;
+                self.deferred.push(next);
+            }
+            None => {
+                self.keys.remove(key);
             }
         }
     }
@@ -374,11 +436,17 @@ impl Worker {
     fn step(&mut self, id: usize) {
         let stage = std::mem::replace(&mut self.op(id).stage, Stage::Start);
         match stage {
-            Stage::Start => match self.req(id) {
-                WReq::Get(_) => self.get(id),
-                WReq::Put(..) => self.start_put(id),
-                WReq::Delete(_) => self.start_delete(id),
-            },
+            Stage::Start => {
+                if matches!(self.req(id), WReq::Get(_)) {
+                    self.get(id)
+                } else if !self.acquire_key(id) {
+                    // waits for the key's earlier write sequence (`release_key`)
+                } else if matches!(self.req(id), WReq::Put(..)) {
+                    self.start_put(id)
+                } else {
+                    self.start_delete(id)
+                }
+            }
             Stage::Write {
                 target,
                 old,
