@@ -183,8 +183,10 @@ pub struct Worker {
     /// Gets to retry once the current wake-up's other requests are stepped, and
     /// writes whose key was just released.
     deferred: Vec<usize>,
-    /// Keys with a write sequence under way, each with the writes waiting for it.
-    keys: HashMap<Vec<u8>, VecDeque<usize>>,
+    /// Keys with a write sequence under way (by a 64-bit hash of the key, so a write
+    /// allocates nothing here; a collision only makes an unrelated write wait), each
+    /// with the writes waiting for it.
+    keys: HashMap<u64, VecDeque<usize>>,
 }
 
 impl Worker {
@@ -367,10 +369,14 @@ impl Worker {
         }
     }
 
-    /// The key of a write.
-    fn write_key(req: &WReq) -> Option<&[u8]> {
+    /// The hash of a write's key, its entry in `keys`.
+    fn write_key(req: &WReq) -> Option<u64> {
         match req {
-            WReq::Put(k, _) | WReq::Delete(k) => Some(k),
+            WReq::Put(k, _) | WReq::Delete(k) => {
+                let mut h = std::hash::DefaultHasher::new();
+                std::hash::Hasher::write(&mut h, k);
+                Some(std::hash::Hasher::finish(&h))
+            }
             WReq::Get(_) => None,
         }
     }
@@ -383,11 +389,11 @@ impl Worker {
             return true;
         }
         let key = Self::write_key(&op.req).expect("a write");
-        if let Some(q) = self.keys.get_mut(key) {
+        if let Some(q) = self.keys.get_mut(&key) {
             q.push_back(id);
             return false;
         }
-        self.keys.insert(key.to_vec(), VecDeque::new());
+        self.keys.insert(key, VecDeque::new());
         op.holds_key = true;
         true
     }
@@ -397,7 +403,7 @@ impl Worker {
     /// from here: `finish` runs inside completion loops).
     fn release_key(&mut self, req: WReq) {
         let key = Self::write_key(&req).expect("a write");
-        let Some(q) = self.keys.get_mut(key) else {
+        let Some(q) = self.keys.get_mut(&key) else {
             return;
         };
         match q.pop_front() {
@@ -406,7 +412,7 @@ impl Worker {
                 self.deferred.push(next);
             }
             None => {
-                self.keys.remove(key);
+                self.keys.remove(&key);
             }
         }
     }
