@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod crash;
 pub mod device;
+pub mod donequeue;
 pub mod engines;
 pub mod generator;
 pub mod iomethods;

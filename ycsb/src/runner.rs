@@ -3,6 +3,7 @@
 //! queue depth from one injector thread (the KVell way).
 
 use crate::device::Snapshot;
+use crate::donequeue::DoneQueue;
 use crate::generator::AckCounter;
 use crate::measure::{OpSummary, Outcome, Recorder, Sample, Sampler, Tick};
 use crate::value;
@@ -10,8 +11,8 @@ use crate::workload::{Op, OpKind, OpStream, Workload};
 use kvapi::{AsyncEngine, Engine, Reply, Request};
 use serde::Serialize;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 /// How to drive the engine.
@@ -836,21 +837,25 @@ fn run_async(
     cpu: Option<&Mark>,
 ) -> Recorder {
     let mut rec = Recorder::new(slot, p.measure_from);
-    let (tx, rx) = mpsc::channel::<Done>();
+    let queue = Arc::new(DoneQueue::<Done>::default());
+    let mut batch: Vec<Done> = Vec::new();
+    // The injector is woken once an eighth of the queue depth has completed (see
+    // `donequeue`): enough to refill in batches, few enough to keep the engine busy.
+    let refill = (qd / 8).max(1);
     let mut in_flight = 0usize;
     let mut versions = Versions::new(usize::MAX >> 24);
     let mut arrivals = target.map(|(r, poisson)| Arrivals::new(p.start, r, poisson, 0, 0));
     let mut exhausted = false;
     let mut pending: Option<Op> = None;
     let submit = |op: &Op, stage: Stage, intended: Option<Instant>, version: u64| {
-        let tx = tx.clone();
+        let tx = queue.clone();
         let req = request_for(op, version, matches!(stage, Stage::RmwRead));
         let (keynum, key, value_len) = (op.keynum, op.key.clone(), op.value_len);
         let start = Instant::now();
         a.submit(
             req,
             Box::new(move |result| {
-                let _ = tx.send(Done {
+                tx.push(Done {
                     stage,
                     keynum,
                     key,
@@ -901,13 +906,14 @@ fn run_async(
         if in_flight == 0 && exhausted {
             break;
         }
-        let wait = if exhausted || (arrivals.is_none() && pending.is_none()) {
-            rx.recv().ok()
+        if exhausted || (arrivals.is_none() && pending.is_none()) {
+            let want = if exhausted { 1 } else { refill.min(in_flight) };
+            queue.take(want, None, &mut batch);
         } else {
-            rx.recv_timeout(Duration::from_micros(200)).ok()
-        };
-        let mut next = wait;
-        while let Some(done) = next {
+            queue.take(1, Some(Duration::from_micros(200)), &mut batch);
+        }
+        let mut done_batch = std::mem::take(&mut batch);
+        for done in done_batch.drain(..) {
             in_flight -= 1;
             let key = done.key.as_bytes();
             let (outcome, read) = reply_outcome(key, &done.result, verify);
@@ -942,7 +948,7 @@ fn run_async(
                     };
                     // keep the RMW's original start in `intended` position via a stage
                     let first_start = done.start;
-                    let tx2 = tx.clone();
+                    let tx2 = queue.clone();
                     let req = request_for(&op, versions.take(), false);
                     let t = Instant::now();
                     let (keynum, k2, vl, intended) =
@@ -950,7 +956,7 @@ fn run_async(
                     a.submit(
                         req,
                         Box::new(move |result| {
-                            let _ = tx2.send(Done {
+                            tx2.push(Done {
                                 stage: Stage::RmwUpdate { read_done: t },
                                 keynum,
                                 key: k2,
@@ -976,8 +982,8 @@ fn run_async(
                     );
                 }
             }
-            next = rx.try_recv().ok();
         }
+        batch = done_batch;
         if let Some(c) = cpu {
             c.poll();
         }
