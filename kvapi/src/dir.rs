@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 /// Name of the file that records which engine owns a data directory.
 pub const MARKER_FILE: &str = "KVTESTBED_ENGINE";
 const LOCK_FILE: &str = "KVTESTBED_LOCK";
+/// Retries of a held lock, 10 ms apart (see `claim_dir`).
+const LOCK_RETRIES: u32 = 30;
 
 /// Exclusive ownership of a data directory, held while an engine is open. Dropping it
 /// releases the lock.
@@ -63,15 +65,28 @@ pub fn claim_dir(dir: &Path, engine: &str) -> Result<DirLock> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::io(format!("opening {}", lock_path.display()), e))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Error::Locked {
-                dir: dir.to_path_buf(),
-            });
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(Error::io(format!("locking {}", lock_path.display()), e));
+    // The lock (flock) belongs to the open file, and a child process forked by any
+    // thread of this process shares this process's open files until it execs (they
+    // are close-on-exec): a directory closed while another thread spawns a program
+    // stays locked for that moment. So a held lock is retried for a short while
+    // before the directory is reported as in use (a full disk test that runs mkfs
+    // beside a close-and-reopen test hit exactly this).
+    let mut tries = 0;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if tries < LOCK_RETRIES => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Locked {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(format!("locking {}", lock_path.display()), e));
+            }
         }
     }
     if !marker.exists() {
@@ -108,6 +123,27 @@ mod tests {
         let e = claim_dir(&d, "kvell").unwrap_err();
         assert!(matches!(e, Error::WrongEngine { .. }), "{e}");
         assert!(e.to_string().contains("a sled database"), "{e}");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Close and reopen while another thread keeps spawning programs: a child
+    /// shares the lock file until it execs, which without the retries made the
+    /// reopen fail with `Locked` now and then.
+    #[test]
+    fn reopen_while_another_thread_spawns_programs() {
+        let d = tmp("spawn");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let spawner = std::thread::spawn(move || {
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::process::Command::new("true").status();
+            }
+        });
+        for _ in 0..20000 {
+            drop(claim_dir(&d, "kvell").unwrap());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        spawner.join().unwrap();
         fs::remove_dir_all(&d).unwrap();
     }
 
