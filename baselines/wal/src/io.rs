@@ -264,8 +264,15 @@ impl MemVfs {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, f) in names {
-            let g = f.inner.lock().unwrap().clone();
+        // One instant for every file: all of them are locked before any is copied.
+        // Copied one at a time, a checkpoint running on another thread could land
+        // in the WAL header after the meta file was copied, and the image then
+        // held a state no crash can leave (replay starting past transactions the
+        // copied meta file lacks): the log-wrap crash test failed that way once.
+        let guards: Vec<_> = names.iter().map(|(_, f)| f.inner.lock().unwrap()).collect();
+        let states: Vec<_> = guards.iter().map(|g| (**g).clone()).collect();
+        drop(guards);
+        for ((name, _), g) in names.into_iter().zip(states) {
             let mut bytes = g.durable;
             if torn_seed.is_some() {
                 for (off, data) in &g.pending {
