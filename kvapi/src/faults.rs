@@ -13,6 +13,27 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
+/// Inserts `f000000`, `f000001`, ... with `value(i)` until an insert fails (a full
+/// disk): returns what was acknowledged and the error. Panics if 100,000 inserts all
+/// succeed.
+pub fn fill_until_error(
+    e: &dyn crate::Engine,
+    mut value: impl FnMut(u64) -> Vec<u8>,
+) -> (BTreeMap<Vec<u8>, Vec<u8>>, crate::Error) {
+    let mut acked = BTreeMap::new();
+    for i in 0..100_000u64 {
+        let k = format!("f{i:06}").into_bytes();
+        let v = value(i);
+        match e.insert(&k, &v) {
+            Ok(()) => {
+                acked.insert(k, v);
+            }
+            Err(x) => return (acked, x),
+        }
+    }
+    panic!("the disk never filled");
+}
+
 /// Counts panics on every thread (worker threads included), then reports as usual.
 /// Installs the hook once per process; call it at the start of every test that then
 /// checks [`panics`].

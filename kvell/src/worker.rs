@@ -144,13 +144,14 @@ struct Op {
     hold: Hold,
 }
 
+/// How a write holds its key, with the key's hash (its entry in `Worker::keys`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Hold {
     None,
     /// An update in place.
-    Shared,
+    Shared(u64),
     /// A write sequence that may change where the key lives.
-    Exclusive,
+    Exclusive(u64),
 }
 
 /// The writes of one key under way, and those waiting for it.
@@ -416,22 +417,19 @@ impl Worker {
             if let Some(done) = op.done.take() {
                 done.call(r);
             }
-            if op.hold != Hold::None {
-                self.release_key(op.req, op.hold);
-            }
+            self.release_key(op.hold);
         }
     }
 
-    /// The hash of a write's key, its entry in `keys`.
-    fn write_key(req: &WReq) -> Option<u64> {
-        match req {
-            WReq::Put(k, _) | WReq::Delete(k) => {
-                let mut h = std::hash::DefaultHasher::new();
-                std::hash::Hasher::write(&mut h, k);
-                Some(std::hash::Hasher::finish(&h))
-            }
-            WReq::Get(_) => None,
-        }
+    /// The hash of a write's key, its entry in `keys` (computed once per write, when
+    /// it takes the key; the hold carries it to `release_key`).
+    fn write_key(req: &WReq) -> u64 {
+        let (WReq::Put(k, _) | WReq::Delete(k)) = req else {
+            unreachable!("a get takes no key lock")
+        };
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hasher::write(&mut h, k);
+        std::hash::Hasher::finish(&h)
     }
 
     /// Takes the key of write `id` for its sequence (shared for an update in place);
@@ -442,16 +440,16 @@ impl Worker {
         if op.hold != Hold::None {
             return true;
         }
-        let key = Self::write_key(&op.req).expect("a write");
+        let key = Self::write_key(&op.req);
         let l = self.keys.entry(key).or_default();
         let free = !l.exclusive && l.waiting.is_empty();
         if free && shared {
             l.shared += 1;
-            op.hold = Hold::Shared;
+            op.hold = Hold::Shared(key);
             true
         } else if free && l.shared == 0 {
             l.exclusive = true;
-            op.hold = Hold::Exclusive;
+            op.hold = Hold::Exclusive(key);
             true
         } else {
             l.waiting.push_back(id);
@@ -463,15 +461,17 @@ impl Worker {
     /// the key, the next queued write of the key, if any, takes it over and is
     /// started from the deferred list (not from here: `finish` runs inside
     /// completion loops).
-    fn release_key(&mut self, req: WReq, hold: Hold) {
-        let key = Self::write_key(&req).expect("a write");
+    fn release_key(&mut self, hold: Hold) {
+        let key = match hold {
+            Hold::None => return,
+            Hold::Shared(k) | Hold::Exclusive(k) => k,
+        };
         let Some(l) = self.keys.get_mut(&key) else {
             return;
         };
         match hold {
-            Hold::Shared => l.shared -= 1,
-            Hold::Exclusive => l.exclusive = false,
-            Hold::None => {}
+            Hold::Shared(_) => l.shared -= 1,
+            _ => l.exclusive = false,
         }
         if l.shared > 0 || l.exclusive {
             return;
@@ -479,7 +479,7 @@ impl Worker {
         match l.waiting.pop_front() {
             Some(next) => {
                 l.exclusive = true;
-                self.op(next).hold = Hold::Exclusive;
+                self.op(next).hold = Hold::Exclusive(key);
                 self.deferred.push(next);
             }
             None => {

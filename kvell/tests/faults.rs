@@ -559,23 +559,10 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
         c.cache_bytes = 1 << 20;
         c.mode = mode;
         let e: Arc<dyn Engine> = Kvell::open(c.clone()).unwrap();
-        let mut acked = Model::new();
         let mut rng = Rng::new(11);
-        let mut err = None;
-        for i in 0..100_000u64 {
-            let k = format!("f{i:06}").into_bytes();
-            let v = value(i, 500 + rng.below(6000) as usize);
-            match e.insert(&k, &v) {
-                Ok(()) => {
-                    acked.insert(k, v);
-                }
-                Err(x) => {
-                    err = Some(x);
-                    break;
-                }
-            }
-        }
-        let err = err.expect("the disk never filled");
+        let (acked, err) = kvapi::faults::fill_until_error(e.as_ref(), |i| {
+            value(i, 500 + rng.below(6000) as usize)
+        });
         assert!(matches!(err, Error::Io { .. }), "{err:?}");
         assert!(
             err.to_string().contains("No space left") || err.to_string().contains("space"),

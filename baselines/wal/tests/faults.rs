@@ -380,23 +380,9 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     let mut c = Config::with_dir(&fs.path().join("db"));
     c.log_size = 1 << 20;
     let e: Arc<dyn Engine> = WalEngine::open(c.clone()).unwrap();
-    let mut acked = Model::new();
     let mut rng = Rng::new(3);
-    let mut err = None;
-    for i in 0..100_000u64 {
-        let k = format!("f{i:06}").into_bytes();
-        let v = value(i, 200 + rng.below(12_000) as usize);
-        match e.insert(&k, &v) {
-            Ok(()) => {
-                acked.insert(k, v);
-            }
-            Err(x) => {
-                err = Some(x);
-                break;
-            }
-        }
-    }
-    let err = err.expect("the disk never filled");
+    let (acked, err) =
+        kvapi::faults::fill_until_error(e.as_ref(), |i| value(i, 200 + rng.below(12_000) as usize));
     assert!(
         matches!(err, Error::Io { .. } | Error::Poisoned(_)),
         "{err:?}"
