@@ -464,18 +464,38 @@ impl Index {
 
     /// Inserts or replaces; returns the previous location.
     pub fn insert(&mut self, key: &[u8], loc: Loc) -> Option<Loc> {
+        self.upsert(key, |_| Some(loc))
+    }
+
+    /// A write's lookup and update in one search: `decide` is given the key's
+    /// current location and returns where the key lives from now on, or None to
+    /// leave the index as it is. Returns the previous location.
+    pub fn upsert(
+        &mut self,
+        key: &[u8],
+        decide: impl FnOnce(Option<Loc>) -> Option<Loc>,
+    ) -> Option<Loc> {
         let Some((k, b)) = block_of(&self.map, key) else {
-            self.len = 1;
-            self.new_block(key, loc);
+            if let Some(loc) = decide(None) {
+                self.len = 1;
+                self.new_block(key, loc);
+            }
             return None;
+        };
+        let pos = search(b, key);
+        let old = match pos {
+            Pos::Found { at, .. } => Some(entry_at(b, at).loc),
+            Pos::Missing { .. } => None,
+        };
+        let Some(loc) = decide(old) else {
+            return old;
         };
         let k = k.clone();
         let f = Format::of(b);
         let n = count(b);
-        match search(b, key) {
+        match pos {
             Pos::Found { i, at } => {
                 let e = entry_at(b, at);
-                let old = e.loc;
                 if f.fits(loc) {
                     let slot_at = e.slot_at;
                     let blk = self.map.get_mut(&k).expect("block");
@@ -491,7 +511,7 @@ impl Index {
                     let blk = self.scratch.encode(0, n);
                     self.set_block(&k, blk);
                 }
-                Some(old)
+                old
             }
             Pos::Missing {
                 i,
@@ -857,6 +877,39 @@ mod tests {
         idx.check();
         let all = idx.entries_from(b"", usize::MAX);
         assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn upsert_sees_the_old_location_and_may_leave_it() {
+        let mut idx = Index::default();
+        let mut model = BTreeMap::new();
+        let mut r = Rng(3);
+        for step in 0..20_000u64 {
+            let k = format!("k{}", r.below(3_000)).into_bytes();
+            let new = Loc::new(r.below(9) as usize, step);
+            // Keep the key where it is one time in three (an update in place).
+            let keep = r.below(3) == 0;
+            let mut seen = None;
+            let old = idx.upsert(&k, |o| {
+                seen = Some(o);
+                (!keep).then_some(new)
+            });
+            assert_eq!(
+                seen,
+                Some(model.get(&k).copied()),
+                "decide sees the old location"
+            );
+            assert_eq!(old, model.get(&k).copied());
+            if !keep {
+                model.insert(k, new);
+            }
+        }
+        idx.check();
+        assert_eq!(idx.len(), model.len());
+        assert_eq!(
+            idx.entries_from(b"", usize::MAX),
+            model.into_iter().collect::<Vec<_>>()
+        );
     }
 
     #[test]

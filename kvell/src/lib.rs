@@ -122,6 +122,17 @@ pub struct Kvell {
     recovery_torn_items: u64,
 }
 
+/// What a worker reports once open.
+struct Opened {
+    /// Slab bytes read by recovery.
+    bytes: u64,
+    /// Slots repaired or freed by recovery.
+    repaired: u64,
+    torn_items: u64,
+    /// Time to allocate and touch its page cache (part of the open time).
+    cache_us: u64,
+}
+
 /// A one-shot rendezvous for the blocking calls.
 struct Oneshot(Mutex<Option<Result<Reply>>>, Condvar);
 
@@ -164,7 +175,7 @@ impl Kvell {
         for w in 0..cfg.workers {
             let cfg = cfg.clone();
             let poison = poison.clone();
-            let (ready_tx, ready_rx) = sync_channel::<Result<(u64, u64, u64)>>(1);
+            let (ready_tx, ready_rx) = sync_channel::<Result<Opened>>(1);
             let (tx, rx) = sync_channel::<Msg>(cfg.queue_capacity());
             let index = Arc::new(Mutex::new(Index::default()));
             let stats = Arc::new(Stats::default());
@@ -178,12 +189,15 @@ impl Kvell {
                         let rec =
                             recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())?;
                         *i2.lock().unwrap_or_else(|e| e.into_inner()) = rec.index;
+                        let t = Instant::now();
+                        let cache = cache::PageCache::new(per_worker_cache);
+                        let cache_us = t.elapsed().as_micros() as u64;
                         let mut worker = worker::Worker::new(
                             w,
                             io,
                             rec.slabs,
                             i2,
-                            cache::PageCache::new(per_worker_cache),
+                            cache,
                             s2,
                             poison,
                             rec.max_ts,
@@ -193,16 +207,17 @@ impl Kvell {
                         );
                         worker.fmt = cfg.format();
                         worker.clean_file = Some(rec.clean_file);
-                        Ok((
-                            worker,
-                            rec.bytes_read,
-                            rec.stale + rec.torn + rec.torn_items,
-                            rec.torn_items,
-                        ))
+                        let opened = Opened {
+                            bytes: rec.bytes_read,
+                            repaired: rec.stale + rec.torn + rec.torn_items,
+                            torn_items: rec.torn_items,
+                            cache_us,
+                        };
+                        Ok((worker, opened))
                     })();
                     match r {
-                        Ok((worker, bytes, repaired, torn_items)) => {
-                            let _ = ready_tx.send(Ok((bytes, repaired, torn_items)));
+                        Ok((worker, opened)) => {
+                            let _ = ready_tx.send(Ok(opened));
                             worker.run(rx);
                         }
                         Err(e) => {
@@ -226,12 +241,15 @@ impl Kvell {
         let mut recovery_bytes = 0;
         let mut repaired = 0;
         let mut recovery_torn_items = 0;
+        let mut cache_setup_us = 0;
         for (h, ready) in opened {
             match ready.recv() {
-                Ok(Ok((b, r, t))) => {
-                    recovery_bytes += b;
-                    repaired += r;
-                    recovery_torn_items += t;
+                Ok(Ok(o)) => {
+                    recovery_bytes += o.bytes;
+                    repaired += o.repaired;
+                    recovery_torn_items += o.torn_items;
+                    // Workers set up their caches in parallel.
+                    cache_setup_us = cache_setup_us.max(o.cache_us);
                 }
                 Ok(Err(e)) => {
                     first_err.get_or_insert(e);
@@ -257,6 +275,8 @@ impl Kvell {
             "recovery_torn_items".into(),
             recovery_torn_items.to_string(),
         ));
+        info.settings
+            .push(("cache_setup_us".into(), cache_setup_us.to_string()));
         let (scan_tx, scan_rx) = std::sync::mpsc::channel();
         let s2 = shared.clone();
         let tx2 = scan_tx.clone();

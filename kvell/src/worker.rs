@@ -662,13 +662,63 @@ impl Worker {
             return self.finish(id, Err(e));
         }
         let t = self.index_clock();
-        let WReq::Put(key, value) = self.req(id) else {
+        let op = self.ops[id].as_ref().expect("live op");
+        let WReq::Put(key, value) = &op.req else {
             unreachable!()
         };
         let class = self
             .fmt
             .class_of(key.len(), value.len())
             .expect("checked at submit");
+        if op.hold == Hold::None {
+            let hash = Self::write_key(&op.req);
+            if !self.keys.contains_key(&hash) {
+                // No other write of this key is under way, so the key is granted
+                // whatever the write turns out to be: one index search finds the
+                // old copy, and for a new slot allocates and inserts it.
+                let mut got = None;
+                let mut failed = None;
+                let (slabs, io, poison, dsync) =
+                    (&mut self.slabs, &mut self.io, &self.poison, self.dsync);
+                let old = self
+                    .index
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .upsert(key, |old| {
+                        if matches!(old, Some(o) if o.class() == class && !slab::is_large(class)) {
+                            return None; // in place
+                        }
+                        match allocate(&mut slabs[class], io.as_mut(), poison, dsync, class) {
+                            Ok(a) => {
+                                got = Some(a);
+                                Some(a.0)
+                            }
+                            Err(e) => {
+                                failed = Some(e);
+                                None
+                            }
+                        }
+                    });
+                self.index_time(t);
+                if let Some(e) = failed {
+                    return self.finish(id, Err(e));
+                }
+                let l = self.keys.entry(hash).or_default();
+                let (hold, target, old, fresh, follow_chain) = match got {
+                    Some((target, fresh, follow)) => {
+                        l.exclusive = true;
+                        (Hold::Exclusive(hash), target, old, fresh, follow)
+                    }
+                    None => {
+                        l.shared += 1;
+                        let o = old.expect("in place");
+                        (Hold::Shared(hash), o, None, false, false)
+                    }
+                };
+                self.op(id).hold = hold;
+                return self.write_item(id, target, old, fresh, follow_chain);
+            }
+        }
         let old = self.index().get(key);
         let in_place = matches!(old, Some(o) if o.class() == class && !slab::is_large(class));
         if !self.acquire_key(id, in_place) {
@@ -680,7 +730,15 @@ impl Worker {
         let (target, old, fresh, follow_chain) = match old {
             Some(o) if in_place => (o, None, false, false),
             _ => {
-                let (target, fresh, follow) = match self.allocate(class) {
+                let (slabs, io) = (&mut self.slabs, &mut self.io);
+                let r = allocate(
+                    &mut slabs[class],
+                    io.as_mut(),
+                    &self.poison,
+                    self.dsync,
+                    class,
+                );
+                let (target, fresh, follow) = match r {
                     Ok(x) => x,
                     Err(e) => return self.finish(id, Err(e)),
                 };
@@ -715,39 +773,6 @@ impl Worker {
             None => self.finish(id, Ok(Reply::Done)),
             Some(loc) => self.write_tomb(id, loc),
         }
-    }
-
-    /// A slot for a new item of `class`: a free one, or appended (growing the file).
-    fn allocate(&mut self, class: usize) -> Result<(Loc, bool, bool)> {
-        let s = &mut self.slabs[class];
-        if let Some(t) = s.free.take() {
-            return Ok((Loc::new(class, t.slot), false, t.follow_chain));
-        }
-        let slot = s.next_slot;
-        s.next_slot += 1;
-        let loc = Loc::new(class, slot);
-        let unit = loc.unit();
-        let end = unit.file_offset() + slab::unit_len(class) as u64;
-        if end > s.len {
-            let grown = (s.len.saturating_mul(2)).min(s.len + (1 << 30));
-            let new_len = end.max(grown).max(1 << 20).div_ceil(PAGE as u64) * PAGE as u64;
-            let r = self.io.set_len(s.file, new_len).and_then(|()| {
-                if self.dsync {
-                    self.io.sync(s.file)
-                } else {
-                    Ok(())
-                }
-            });
-            if let Err(e) = r {
-                s.next_slot -= 1;
-                let m = format!("growing {}: {e}", s.path.display());
-                self.poison.set(m.clone());
-                return Err(Error::io(m, e));
-            }
-            s.len = new_len;
-        }
-        let fresh = slab::is_large(class) || loc.offset_in_unit() == 0;
-        Ok((loc, fresh, false))
     }
 
     /// Gets a writable image of `unit` for a change, or arranges to be stepped again.
@@ -1056,4 +1081,40 @@ impl Worker {
             Err(e) => LargeGet::Answer(Err(self.corrupt(unit, &e))),
         })
     }
+}
+
+/// A slot for a new item of `class` in its slab: a free one, or appended (growing the
+/// file). Returns the slot, whether its unit is fresh (nothing on disk worth reading)
+/// and whether it continues the free list's on-disk chain.
+fn allocate(
+    s: &mut Slab,
+    io: &mut dyn Backend,
+    poison: &Poison,
+    dsync: bool,
+    class: usize,
+) -> Result<(Loc, bool, bool)> {
+    if let Some(t) = s.free.take() {
+        return Ok((Loc::new(class, t.slot), false, t.follow_chain));
+    }
+    let slot = s.next_slot;
+    s.next_slot += 1;
+    let loc = Loc::new(class, slot);
+    let unit = loc.unit();
+    let end = unit.file_offset() + slab::unit_len(class) as u64;
+    if end > s.len {
+        let grown = (s.len.saturating_mul(2)).min(s.len + (1 << 30));
+        let new_len = end.max(grown).max(1 << 20).div_ceil(PAGE as u64) * PAGE as u64;
+        let r = io
+            .set_len(s.file, new_len)
+            .and_then(|()| if dsync { io.sync(s.file) } else { Ok(()) });
+        if let Err(e) = r {
+            s.next_slot -= 1;
+            let m = format!("growing {}: {e}", s.path.display());
+            poison.set(m.clone());
+            return Err(Error::io(m, e));
+        }
+        s.len = new_len;
+    }
+    let fresh = slab::is_large(class) || loc.offset_in_unit() == 0;
+    Ok((loc, fresh, false))
 }
