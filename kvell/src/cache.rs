@@ -42,8 +42,8 @@ impl PageCache {
     /// authors' code memsets its cache at start-up: the first touch of a page costs a
     /// fault and the kernel's zeroing (0.5 s per GiB on the development VM, 1.7 s
     /// with transparent huge pages, which mimalloc asks for), and left to the hot path
-    /// it took 8% of all CPU during a load. The cost is paid at open (`Kvell::open`
-    /// reports it as `cache_setup_us`).
+    /// it took 8% of all CPU during a load. The cost is paid at open, by a helper
+    /// thread during recovery (`Kvell::open` reports it as `cache_setup_us`).
     pub fn new(bytes: u64) -> PageCache {
         let cap = (bytes / PAGE as u64).clamp(16, u32::MAX as u64 / 2) as u32;
         let nb = (cap as usize * 2).next_power_of_two();
