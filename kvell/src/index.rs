@@ -462,7 +462,9 @@ impl Index {
         *slot = b;
     }
 
-    /// Inserts or replaces; returns the previous location.
+    /// Inserts or replaces; returns the previous location (the engine's writes use
+    /// `upsert`).
+    #[cfg(test)]
     pub fn insert(&mut self, key: &[u8], loc: Loc) -> Option<Loc> {
         self.upsert(key, |_| Some(loc))
     }

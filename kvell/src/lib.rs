@@ -203,7 +203,7 @@ impl Kvell {
                                 Ok(h) => h.join().map_err(|_| {
                                     Error::Engine("setting up the page cache panicked".into())
                                 }),
-                                Err(e) => Err(Error::io("spawning a thread", e)),
+                                Err(e) => Err(Error::io("spawning the page-cache thread", e)),
                             };
                             rec.and_then(|r| cache.map(|c| (r, c)))
                         })?;

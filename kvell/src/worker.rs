@@ -436,11 +436,17 @@ impl Worker {
     /// false if it must wait (then `id` waits in the key's queue, started by
     /// `release_key`). A write that waited is granted the key exclusively.
     fn acquire_key(&mut self, id: usize, shared: bool) -> bool {
-        let op = self.ops[id].as_mut().expect("live op");
+        let op = self.ops[id].as_ref().expect("live op");
         if op.hold != Hold::None {
             return true;
         }
         let key = Self::write_key(&op.req);
+        self.take_key(id, key, shared)
+    }
+
+    /// `acquire_key` for a write that holds nothing yet, its key's hash computed.
+    fn take_key(&mut self, id: usize, key: u64, shared: bool) -> bool {
+        let op = self.ops[id].as_mut().expect("live op");
         let l = self.keys.entry(key).or_default();
         let free = !l.exclusive && l.waiting.is_empty();
         if free && shared {
@@ -670,90 +676,65 @@ impl Worker {
             .fmt
             .class_of(key.len(), value.len())
             .expect("checked at submit");
+        let in_place = |old: Option<Loc>| matches!(old, Some(o) if o.class() == class && !slab::is_large(class));
+        // The key this write takes once the index walk below has decided how (no
+        // other write of the key is under way, so it is granted either way).
+        let mut take = None;
         if op.hold == Hold::None {
             let hash = Self::write_key(&op.req);
-            if !self.keys.contains_key(&hash) {
-                // No other write of this key is under way, so the key is granted
-                // whatever the write turns out to be: one index search finds the
-                // old copy, and for a new slot allocates and inserts it.
-                let mut got = None;
-                let mut failed = None;
-                let (slabs, io, poison, dsync) =
-                    (&mut self.slabs, &mut self.io, &self.poison, self.dsync);
-                let old = self
-                    .index
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .upsert(key, |old| {
-                        if matches!(old, Some(o) if o.class() == class && !slab::is_large(class)) {
-                            return None; // in place
-                        }
-                        match allocate(&mut slabs[class], io.as_mut(), poison, dsync, class) {
-                            Ok(a) => {
-                                got = Some(a);
-                                Some(a.0)
-                            }
-                            Err(e) => {
-                                failed = Some(e);
-                                None
-                            }
-                        }
-                    });
-                self.index_time(t);
-                if let Some(e) = failed {
-                    return self.finish(id, Err(e));
+            if self.keys.contains_key(&hash) {
+                // Other writes of the key are under way: whether this one is an
+                // update in place decides whether it may go beside them.
+                let old = self.index().get(key);
+                if !self.take_key(id, hash, in_place(old)) {
+                    // waits for the key's earlier writes (`release_key`), then starts
+                    // again holding the key exclusively
+                    return self.index_time(t);
                 }
-                let l = self.keys.entry(hash).or_default();
-                let (hold, target, old, fresh, follow_chain) = match got {
-                    Some((target, fresh, follow)) => {
-                        l.exclusive = true;
-                        (Hold::Exclusive(hash), target, old, fresh, follow)
-                    }
-                    None => {
-                        l.shared += 1;
-                        let o = old.expect("in place");
-                        (Hold::Shared(hash), o, None, false, false)
-                    }
-                };
-                self.op(id).hold = hold;
-                return self.write_item(id, target, old, fresh, follow_chain);
+            } else {
+                take = Some(hash);
             }
         }
-        let old = self.index().get(key);
-        let in_place = matches!(old, Some(o) if o.class() == class && !slab::is_large(class));
-        if !self.acquire_key(id, in_place) {
-            // waits for the key's earlier writes (`release_key`), then starts again
-            return self.index_time(t);
-        }
-        // Granted after waiting, the key is held exclusively and `old` is current:
-        // the writes that held it have finished.
-        let (target, old, fresh, follow_chain) = match old {
-            Some(o) if in_place => (o, None, false, false),
-            _ => {
-                let (slabs, io) = (&mut self.slabs, &mut self.io);
-                let r = allocate(
-                    &mut slabs[class],
-                    io.as_mut(),
-                    &self.poison,
-                    self.dsync,
-                    class,
-                );
-                let (target, fresh, follow) = match r {
-                    Ok(x) => x,
-                    Err(e) => return self.finish(id, Err(e)),
-                };
-                let WReq::Put(key, _) = self.req(id) else {
-                    unreachable!()
-                };
-                let prev = self
-                    .index
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(key, target);
-                (target, prev, fresh, follow)
-            }
+        // One index walk finds the old copy and, for a new slot, allocates and
+        // inserts it. With the key held, the old copy is the one seen when it was
+        // taken: only this write may move it.
+        let mut got = None;
+        let mut failed = None;
+        let (slabs, io, poison, dsync) = (&mut self.slabs, &mut self.io, &self.poison, self.dsync);
+        let WReq::Put(key, _) = &self.ops[id].as_ref().expect("live op").req else {
+            unreachable!()
         };
+        let old = self
+            .index
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .upsert(key, |old| {
+                if in_place(old) {
+                    return None;
+                }
+                match allocate(&mut slabs[class], io.as_mut(), poison, dsync, class) {
+                    Ok(a) => {
+                        got = Some(a);
+                        Some(a.0)
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        None
+                    }
+                }
+            });
         self.index_time(t);
+        if let Some(e) = failed {
+            return self.finish(id, Err(e));
+        }
+        if let Some(hash) = take {
+            let granted = self.take_key(id, hash, got.is_none());
+            debug_assert!(granted, "a key no write held");
+        }
+        let (target, old, fresh, follow_chain) = match got {
+            Some((target, fresh, follow)) => (target, old, fresh, follow),
+            None => (old.expect("in place"), None, false, false),
+        };
         self.write_item(id, target, old, fresh, follow_chain);
     }
 

@@ -912,8 +912,7 @@ fn run_async(
         } else {
             queue.take(1, Some(Duration::from_micros(200)), &mut batch);
         }
-        let mut done_batch = std::mem::take(&mut batch);
-        for done in done_batch.drain(..) {
+        for done in batch.drain(..) {
             in_flight -= 1;
             let key = done.key.as_bytes();
             let (outcome, read) = reply_outcome(key, &done.result, verify);
@@ -983,7 +982,6 @@ fn run_async(
                 }
             }
         }
-        batch = done_batch;
         if let Some(c) = cpu {
             c.poll();
         }
