@@ -477,13 +477,22 @@ impl Index {
         key: &[u8],
         decide: impl FnOnce(Option<Loc>) -> Option<Loc>,
     ) -> Option<Loc> {
-        let Some((k, b)) = block_of(&self.map, key) else {
+        // One descent of the map, and the block changed where it lies: a put used to
+        // find its block again to store the new one (a second descent) and built
+        // every insert into a fresh allocation.
+        let probe = Key::new(key);
+        let hit = match self.map.range_mut(..=&probe).next_back() {
+            Some(x) => Some(x),
+            None => self.map.iter_mut().next(),
+        };
+        let Some((k, blk)) = hit else {
             if let Some(loc) = decide(None) {
                 self.len = 1;
                 self.new_block(key, loc);
             }
             return None;
         };
+        let b: &[u8] = blk;
         let pos = search(b, key);
         let old = match pos {
             Pos::Found { at, .. } => Some(entry_at(b, at).loc),
@@ -492,77 +501,113 @@ impl Index {
         let Some(loc) = decide(old) else {
             return old;
         };
-        let k = k.clone();
         let f = Format::of(b);
         let n = count(b);
         match pos {
-            Pos::Found { i, at } => {
-                let e = entry_at(b, at);
-                if f.fits(loc) {
-                    let slot_at = e.slot_at;
-                    let blk = self.map.get_mut(&k).expect("block");
-                    blk[slot_at..slot_at + f.width]
-                        .copy_from_slice(&loc.slot().to_le_bytes()[..f.width]);
-                    if f.class == MIXED {
-                        blk[slot_at + f.width] = loc.class() as u8;
-                    }
-                } else {
-                    self.scratch.clear();
-                    self.scratch.decode(b);
-                    self.scratch.locs[i] = loc;
-                    let blk = self.scratch.encode(0, n);
-                    self.set_block(&k, blk);
+            Pos::Found { at, .. } if f.fits(loc) => {
+                let slot_at = entry_at(b, at).slot_at;
+                blk[slot_at..slot_at + f.width]
+                    .copy_from_slice(&loc.slot().to_le_bytes()[..f.width]);
+                if f.class == MIXED {
+                    blk[slot_at + f.width] = loc.class() as u8;
                 }
-                old
+                return old;
+            }
+            Pos::Found { i, .. } => {
+                self.scratch.clear();
+                self.scratch.decode(b);
+                self.scratch.locs[i] = loc;
+                let nb = self.scratch.encode(0, n);
+                self.heap_bytes = self.heap_bytes + malloc_bytes(nb.len()) - malloc_bytes(b.len());
+                *blk = nb;
+                return old;
             }
             Pos::Missing {
                 i,
                 at,
                 m,
                 next_shared,
-            } => {
-                self.len += 1;
-                if i == n && n == MAX_ENTRIES && self.map.range(&k..).nth(1).is_none() {
-                    // Appending to a full last block (sorted inserts): a new block.
-                    self.new_block(key, loc);
-                } else if n < MAX_ENTRIES && f.fits(loc) && b.len() < MAX_BYTES {
-                    // Splice the new entry in; the next one now shares more with it.
-                    let mut size = b.len() + f.entry_len(m, key.len() - m);
-                    let next = (i < n).then(|| entry_at(b, at));
-                    if let Some(e) = &next {
-                        size += f.entry_len(next_shared, e.suffix.len() + e.shared - next_shared);
-                        size -= f.entry_len(e.shared, e.suffix.len());
-                    }
-                    let mut out = Vec::with_capacity(size);
-                    out.extend_from_slice(&b[..at]);
-                    out[0] += 1;
-                    f.put(&mut out, m, &key[m..], loc);
-                    if let Some(e) = next {
-                        f.put(
-                            &mut out,
-                            next_shared,
-                            &e.suffix[next_shared - e.shared..],
-                            e.loc,
-                        );
-                        out.extend_from_slice(&b[e.end..]);
-                    }
-                    debug_assert_eq!(out.len(), size);
-                    let blk = out.into_boxed_slice();
-                    if i == 0 {
-                        self.take_block(&k);
-                        self.put_block(Key::new(key), blk);
-                    } else {
-                        self.set_block(&k, blk);
-                    }
-                } else {
-                    self.scratch.clear();
-                    self.scratch.decode(b);
-                    self.scratch.insert(i, key, loc);
-                    self.rebuild(&[k]);
+            } if i > 0 && n < MAX_ENTRIES && f.fits(loc) && b.len() < MAX_BYTES => {
+                // Splice the new entry in where it lies; the next entry now shares
+                // more with it and is re-coded. The block grows by realloc (in place
+                // when the allocation has room) and its tail moves up.
+                let splice = &mut self.scratch.keys;
+                splice.clear();
+                f.put(splice, m, &key[m..], loc);
+                let mut end = at;
+                if i < n {
+                    let e = entry_at(b, at);
+                    f.put(
+                        splice,
+                        next_shared,
+                        &e.suffix[next_shared - e.shared..],
+                        e.loc,
+                    );
+                    end = e.end;
                 }
-                None
+                let old_len = b.len();
+                let new_len = old_len + splice.len() - (end - at);
+                let mut v = std::mem::take(blk).into_vec();
+                if new_len > old_len {
+                    v.reserve_exact(new_len - old_len);
+                    v.resize(new_len, 0);
+                    v.copy_within(end..old_len, at + splice.len());
+                } else {
+                    v.copy_within(end..old_len, at + splice.len());
+                    v.truncate(new_len);
+                }
+                v[at..at + splice.len()].copy_from_slice(splice);
+                v[0] += 1;
+                *blk = v.into_boxed_slice();
+                self.heap_bytes = self.heap_bytes + malloc_bytes(new_len) - malloc_bytes(old_len);
+                self.len += 1;
+                return None;
             }
+            Pos::Missing { .. } => {}
         }
+        // A new first key, a full block or one that changes format: rebuilt.
+        let Pos::Missing {
+            i,
+            at,
+            m,
+            next_shared,
+        } = pos
+        else {
+            unreachable!("found keys returned above")
+        };
+        let k = k.clone();
+        self.len += 1;
+        if i == n && n == MAX_ENTRIES && self.map.range(&k..).nth(1).is_none() {
+            // Appending to a full last block (sorted inserts): a new block.
+            self.new_block(key, loc);
+        } else if n < MAX_ENTRIES && f.fits(loc) && self.map[&k].len() < MAX_BYTES {
+            // A new first key (i == 0): the block moves to it.
+            let b = &self.map[&k];
+            let mut out = Vec::with_capacity(b.len() + 2 * (key.len() + 16));
+            out.extend_from_slice(&b[..at]);
+            out[0] += 1;
+            f.put(&mut out, m, &key[m..], loc);
+            if i < n {
+                let e = entry_at(b, at);
+                f.put(
+                    &mut out,
+                    next_shared,
+                    &e.suffix[next_shared - e.shared..],
+                    e.loc,
+                );
+                out.extend_from_slice(&b[e.end..]);
+            }
+            let blk = out.into_boxed_slice();
+            self.take_block(&k);
+            self.put_block(Key::new(key), blk);
+        } else {
+            let b = &self.map[&k];
+            self.scratch.clear();
+            self.scratch.decode(b);
+            self.scratch.insert(i, key, loc);
+            self.rebuild(&[k]);
+        }
+        None
     }
 
     fn new_block(&mut self, key: &[u8], loc: Loc) {
@@ -709,7 +754,7 @@ impl Index {
     #[cfg(test)]
     fn check(&self) {
         let mut prev: Option<Vec<u8>> = None;
-        let mut total = 0;
+        let (mut total, mut heap) = (0, 0);
         for (k, b) in &self.map {
             let n = count(b);
             assert!((1..=MAX_ENTRIES).contains(&n), "block of {n} entries");
@@ -725,8 +770,10 @@ impl Index {
             let f = Format::of(b);
             assert!(s.locs.iter().all(|&l| f.fits(l)), "format");
             total += n;
+            heap += malloc_bytes(b.len()) + k.heap_bytes();
         }
         assert_eq!(total, self.len);
+        assert_eq!(heap, self.heap_bytes, "heap bytes counted");
     }
 }
 
