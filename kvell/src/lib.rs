@@ -516,3 +516,46 @@ impl AsyncEngine for KvellAsync {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::PAGE;
+    use kvapi::conformance::TempDir;
+    use std::sync::mpsc;
+
+    /// Appends that fill consecutive pages leave in one write: 64 items of the
+    /// 1 KiB class handed to a worker at once fill 16 fresh pages, written by one
+    /// I/O of 64 KiB, and read back after a reopen.
+    #[test]
+    fn consecutive_page_writes_leave_in_one_io() {
+        let dir = TempDir::new("kvell-run");
+        let disk = SimDisk::new();
+        let mut cfg = Config::new(dir.path());
+        cfg.io = IoMode::Sim(disk.clone());
+        cfg.workers = 1;
+        let key = |i: u32| format!("key{i:05}").into_bytes();
+        let val = |i: u32| vec![i as u8; 990];
+        {
+            let kv = Kvell::open(cfg.clone()).expect("open");
+            let (tx, rx) = mpsc::channel();
+            let ops = (0..64)
+                .map(|i| {
+                    let tx = tx.clone();
+                    let done = Done::new(move |r| tx.send(r.is_ok()).expect("send"));
+                    (WReq::Put(key(i), val(i)), done)
+                })
+                .collect();
+            kv.shared.send_many(0, ops);
+            assert!(rx.iter().take(64).all(|ok| ok), "every put succeeded");
+            let c = kv.counters();
+            assert_eq!(c.device_bytes_written, Some(16 * PAGE as u64));
+            assert_eq!(c.device_writes, Some(1), "16 consecutive pages, one write");
+            kv.close().expect("close");
+        }
+        let kv = Kvell::open(cfg).expect("reopen");
+        for i in 0..64 {
+            assert_eq!(kv.get(&key(i)).expect("get"), Some(val(i)));
+        }
+    }
+}

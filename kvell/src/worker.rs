@@ -30,7 +30,7 @@
 use crate::cache::PageCache;
 use crate::freelist::FreeList;
 use crate::index::Index;
-use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE};
+use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE, RUN};
 use crate::slab::{self, Loc, Slot, Unit};
 use crate::stats::Stats;
 use kvapi::{Error, Reply, Result};
@@ -905,14 +905,38 @@ impl Worker {
                             self.pool.get(PAGE)
                         }
                     }
-                    IoKind::Write => {
-                        let b = self.busy.get_mut(&unit).expect("busy write");
-                        match std::mem::replace(&mut b.state, BusyState::InFlight) {
-                            BusyState::Prepared(buf) => buf,
-                            _ => unreachable!("write not prepared"),
-                        }
-                    }
+                    IoKind::Write => self.take_prepared(unit),
                 };
+                // Writes of the following pages of the same slab, queued right
+                // behind this one (appends), leave in the same I/O: one request
+                // instead of one per page, which the block layer would merge anyway
+                // but only after paying the kernel's per-I/O cost for each page.
+                let mut buf = buf;
+                if kind == IoKind::Write && !slab::is_large(class) {
+                    let next = |w: &Worker, pages: usize| {
+                        pages < RUN
+                            && w.to_submit.front().is_some_and(|&(u, k)| {
+                                k == IoKind::Write
+                                    && u.class() == class
+                                    && u.n() == unit.n() + pages as u64
+                            })
+                    };
+                    if next(self, 1) {
+                        let mut run = self.pool.get_run(RUN);
+                        run[..PAGE].copy_from_slice(&buf[..PAGE]);
+                        self.pool.put(buf);
+                        let mut pages = 1;
+                        while next(self, pages) {
+                            let (u, _) = self.to_submit.pop_front().expect("front");
+                            let b = self.take_prepared(u);
+                            run[pages * PAGE..(pages + 1) * PAGE].copy_from_slice(&b[..PAGE]);
+                            self.pool.put(b);
+                            pages += 1;
+                        }
+                        run.set_len(pages * PAGE);
+                        buf = run;
+                    }
+                }
                 let req = IoReq {
                     file: self.slabs[class].file,
                     offset: unit.file_offset(),
@@ -927,10 +951,19 @@ impl Worker {
                     }
                     Err(req) => {
                         if kind == IoKind::Write {
-                            self.busy.get_mut(&unit).expect("busy").state =
-                                BusyState::Prepared(req.buf);
+                            // Back to one prepared image per page, in queue order.
+                            let pages = req.buf.len() / PAGE;
+                            for i in (0..pages).rev() {
+                                let u = Unit::new(class, unit.n() + i as u64);
+                                let mut b = self.pool.get(PAGE);
+                                b[..PAGE].copy_from_slice(&req.buf[i * PAGE..(i + 1) * PAGE]);
+                                self.busy.get_mut(&u).expect("busy").state = BusyState::Prepared(b);
+                                self.to_submit.push_front((u, kind));
+                            }
+                            self.pool.put(req.buf);
+                        } else {
+                            self.to_submit.push_front((unit, kind));
                         }
-                        self.to_submit.push_front((unit, kind));
                         break;
                     }
                 }
@@ -948,12 +981,18 @@ impl Worker {
         }
     }
 
+    /// The prepared image of a unit whose write is handed to the backend now.
+    fn take_prepared(&mut self, unit: Unit) -> AlignedBuf {
+        let b = self.busy.get_mut(&unit).expect("busy write");
+        match std::mem::replace(&mut b.state, BusyState::InFlight) {
+            BusyState::Prepared(buf) => buf,
+            _ => unreachable!("write not prepared"),
+        }
+    }
+
     fn complete(&mut self, d: IoDone) {
         let unit = Unit(d.tag);
         let class = unit.class();
-        let Some(busy) = self.busy.remove(&unit) else {
-            return;
-        };
         let len = d.buf.len() as u64;
         match d.kind {
             IoKind::Read => {
@@ -965,11 +1004,36 @@ impl Worker {
                 self.stats.bytes_written.fetch_add(len, Relaxed);
             }
         }
-        if let Err(e) = d.result {
+        let large = slab::is_large(class);
+        let unit_len = if large { d.buf.len() } else { PAGE };
+        for i in 0..d.buf.len() / unit_len {
+            let u = Unit::new(class, unit.n() + i as u64);
+            let page = &d.buf[i * unit_len..(i + 1) * unit_len];
+            self.complete_unit(u, d.kind, page, d.result.as_ref().err());
+        }
+        if !large {
+            self.pool.put(d.buf);
+        }
+        self.run_deferred();
+    }
+
+    /// Completion of one unit's I/O (a coalesced write completes several).
+    fn complete_unit(
+        &mut self,
+        unit: Unit,
+        kind: IoKind,
+        buf: &[u8],
+        err: Option<&std::io::Error>,
+    ) {
+        let class = unit.class();
+        let Some(busy) = self.busy.remove(&unit) else {
+            return;
+        };
+        if let Some(e) = err {
             let path = self.slabs[class].path.display().to_string();
             let m = format!(
                 "{:?} of {} at offset {}: {e}",
-                d.kind,
+                kind,
                 path,
                 unit.file_offset()
             );
@@ -987,7 +1051,7 @@ impl Worker {
         }
         let large = slab::is_large(class);
         if !large {
-            self.cache.put(unit, &d.buf);
+            self.cache.put(unit, buf);
         }
         for id in busy.acks {
             match std::mem::replace(&mut self.op(id).stage, Stage::Start) {
@@ -1000,8 +1064,8 @@ impl Worker {
             }
         }
         for id in busy.waiters {
-            if large && d.kind == IoKind::Read {
-                match self.large_get(id, unit, &d.buf) {
+            if large && kind == IoKind::Read {
+                match self.large_get(id, unit, buf) {
                     Some(LargeGet::Answer(r)) => {
                         self.finish(id, r);
                         continue;
@@ -1018,10 +1082,6 @@ impl Worker {
             }
             self.step(id);
         }
-        if !large {
-            self.pool.put(d.buf);
-        }
-        self.run_deferred();
     }
 
     fn corrupt(&self, unit: Unit, detail: &str) -> Error {

@@ -13,7 +13,10 @@ pub const PAGE: usize = 4096;
 /// memory the kernel reads or writes cannot be freed or reused before completion.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
+    /// Bytes in use (the I/O length), a multiple of PAGE, at most `cap`.
     len: usize,
+    /// Bytes allocated.
+    cap: usize,
 }
 
 // SAFETY: the buffer is uniquely owned heap memory (like a Box<[u8]>).
@@ -29,7 +32,22 @@ impl AlignedBuf {
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| handle_alloc_error(layout));
-        AlignedBuf { ptr, len }
+        AlignedBuf { ptr, len, cap: len }
+    }
+
+    /// Uses the first `len` bytes (whole pages, at most the allocation) from now on;
+    /// the allocation is kept, so a pooled buffer serves I/Os of several lengths.
+    pub fn set_len(&mut self, len: usize) {
+        assert!(
+            len.is_multiple_of(PAGE) && len > 0 && len <= self.cap,
+            "buffer length {len}"
+        );
+        self.len = len;
+    }
+
+    /// Bytes allocated.
+    pub fn capacity(&self) -> usize {
+        self.cap
     }
 
     pub fn len(&self) -> usize {
@@ -52,7 +70,7 @@ impl AlignedBuf {
 impl std::ops::Deref for AlignedBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len initialised (zeroed) bytes owned by self.
+        // SAFETY: ptr is valid for cap >= len initialised (zeroed) bytes owned by self.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
@@ -66,7 +84,7 @@ impl std::ops::DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, PAGE).expect("buffer layout");
+        let layout = Layout::from_size_align(self.cap, PAGE).expect("buffer layout");
         // SAFETY: allocated in `new` with this exact layout and not freed before.
         unsafe { dealloc(self.ptr.as_ptr(), layout) }
     }
@@ -78,11 +96,17 @@ impl std::fmt::Debug for AlignedBuf {
     }
 }
 
-/// Reuses page-sized buffers so the hot path does not allocate.
+/// Reuses page-sized buffers, and buffers of [`RUN`] pages for writes of several
+/// consecutive pages, so the hot path does not allocate.
 #[derive(Default)]
 pub struct BufPool {
     free: Vec<AlignedBuf>,
+    runs: Vec<AlignedBuf>,
 }
+
+/// Most pages one write of consecutive pages carries (256 KiB; 32 gave 240-245K
+/// items/s on a 2M-item load where 64 gave 239-276K, alternating runs).
+pub const RUN: usize = 64;
 
 impl BufPool {
     /// A buffer of at least `len` bytes; one-page buffers come from the pool.
@@ -96,9 +120,24 @@ impl BufPool {
         AlignedBuf::new(len)
     }
 
-    pub fn put(&mut self, buf: AlignedBuf) {
-        if buf.len() == PAGE && self.free.len() < 1024 {
+    /// A buffer of `pages` pages (2..=RUN) for one write of consecutive pages.
+    /// Contents are unspecified.
+    pub fn get_run(&mut self, pages: usize) -> AlignedBuf {
+        debug_assert!((2..=RUN).contains(&pages));
+        let mut b = self
+            .runs
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::new(RUN * PAGE));
+        b.set_len(pages * PAGE);
+        b
+    }
+
+    pub fn put(&mut self, mut buf: AlignedBuf) {
+        if buf.capacity() == PAGE && self.free.len() < 1024 {
             self.free.push(buf);
+        } else if buf.capacity() == RUN * PAGE && self.runs.len() < 8 {
+            buf.set_len(RUN * PAGE);
+            self.runs.push(buf);
         }
     }
 }

@@ -10,7 +10,7 @@ pub mod psync;
 pub mod sim;
 pub mod uring;
 
-pub use buf::{AlignedBuf, BufPool, PAGE};
+pub use buf::{AlignedBuf, BufPool, PAGE, RUN};
 
 use std::io;
 use std::path::Path;
