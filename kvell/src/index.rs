@@ -527,10 +527,11 @@ impl Index {
                 at,
                 m,
                 next_shared,
-            } if i > 0 && n < MAX_ENTRIES && f.fits(loc) && b.len() < MAX_BYTES => {
+            } if n < MAX_ENTRIES && f.fits(loc) && b.len() < MAX_BYTES => {
                 // Splice the new entry in where it lies; the next entry now shares
                 // more with it and is re-coded. The block grows by realloc (in place
-                // when the allocation has room) and its tail moves up.
+                // when the allocation has room) and its tail moves up. A new first
+                // key (i == 0) then moves the block to that key.
                 let splice = &mut self.scratch.keys;
                 splice.clear();
                 f.put(splice, m, &key[m..], loc);
@@ -561,18 +562,17 @@ impl Index {
                 *blk = v.into_boxed_slice();
                 self.heap_bytes = self.heap_bytes + malloc_bytes(new_len) - malloc_bytes(old_len);
                 self.len += 1;
+                if i == 0 {
+                    let k = k.clone();
+                    let blk = self.take_block(&k);
+                    self.put_block(Key::new(key), blk);
+                }
                 return None;
             }
             Pos::Missing { .. } => {}
         }
-        // A new first key, a full block or one that changes format: rebuilt.
-        let Pos::Missing {
-            i,
-            at,
-            m,
-            next_shared,
-        } = pos
-        else {
+        // A full block, or one that changes format: rebuilt.
+        let Pos::Missing { i, .. } = pos else {
             unreachable!("found keys returned above")
         };
         let k = k.clone();
@@ -580,26 +580,6 @@ impl Index {
         if i == n && n == MAX_ENTRIES && self.map.range(&k..).nth(1).is_none() {
             // Appending to a full last block (sorted inserts): a new block.
             self.new_block(key, loc);
-        } else if n < MAX_ENTRIES && f.fits(loc) && self.map[&k].len() < MAX_BYTES {
-            // A new first key (i == 0): the block moves to it.
-            let b = &self.map[&k];
-            let mut out = Vec::with_capacity(b.len() + 2 * (key.len() + 16));
-            out.extend_from_slice(&b[..at]);
-            out[0] += 1;
-            f.put(&mut out, m, &key[m..], loc);
-            if i < n {
-                let e = entry_at(b, at);
-                f.put(
-                    &mut out,
-                    next_shared,
-                    &e.suffix[next_shared - e.shared..],
-                    e.loc,
-                );
-                out.extend_from_slice(&b[e.end..]);
-            }
-            let blk = out.into_boxed_slice();
-            self.take_block(&k);
-            self.put_block(Key::new(key), blk);
         } else {
             let b = &self.map[&k];
             self.scratch.clear();

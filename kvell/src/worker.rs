@@ -897,7 +897,7 @@ impl Worker {
                     break;
                 };
                 let class = unit.class();
-                let buf = match kind {
+                let mut buf = match kind {
                     IoKind::Read => {
                         if slab::is_large(class) {
                             AlignedBuf::new(slab::unit_len(class))
@@ -911,7 +911,6 @@ impl Worker {
                 // behind this one (appends), leave in the same I/O: one request
                 // instead of one per page, which the block layer would merge anyway
                 // but only after paying the kernel's per-I/O cost for each page.
-                let mut buf = buf;
                 if kind == IoKind::Write && !slab::is_large(class) {
                     let next = |w: &Worker, pages: usize| {
                         pages < RUN
@@ -922,7 +921,7 @@ impl Worker {
                             })
                     };
                     if next(self, 1) {
-                        let mut run = self.pool.get_run(RUN);
+                        let mut run = self.pool.get_run();
                         run[..PAGE].copy_from_slice(&buf[..PAGE]);
                         self.pool.put(buf);
                         let mut pages = 1;

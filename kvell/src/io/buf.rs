@@ -120,16 +120,12 @@ impl BufPool {
         AlignedBuf::new(len)
     }
 
-    /// A buffer of `pages` pages (2..=RUN) for one write of consecutive pages.
-    /// Contents are unspecified.
-    pub fn get_run(&mut self, pages: usize) -> AlignedBuf {
-        debug_assert!((2..=RUN).contains(&pages));
-        let mut b = self
-            .runs
+    /// A buffer of `RUN` pages for one write of consecutive pages (the caller
+    /// shortens it with `set_len`). Contents are unspecified.
+    pub fn get_run(&mut self) -> AlignedBuf {
+        self.runs
             .pop()
-            .unwrap_or_else(|| AlignedBuf::new(RUN * PAGE));
-        b.set_len(pages * PAGE);
-        b
+            .unwrap_or_else(|| AlignedBuf::new(RUN * PAGE))
     }
 
     pub fn put(&mut self, mut buf: AlignedBuf) {
