@@ -11,7 +11,7 @@ mod sled_periodic {
         let d = dir.display().to_string();
         baselines::sled_engine::open_engine(&Options::new("sled", &[("dir", &d), ("cache", "16M")]))
     }
-    kvapi::conformance_tests!(open);
+    kvtestkit::conformance_tests!(open);
 }
 
 mod sled_flush_every_write {
@@ -23,12 +23,12 @@ mod sled_flush_every_write {
             &[("dir", &d), ("cache", "16M"), ("flush", "every")],
         ))
     }
-    kvapi::conformance_tests!(open);
+    kvtestkit::conformance_tests!(open);
 }
 
 #[test]
 fn sled_refuses_unknown_option_and_foreign_directory() {
-    let d = kvapi::conformance::TempDir::new("sled-bad");
+    let d = kvtestkit::conformance::TempDir::new("sled-bad");
     let dir = d.path().display().to_string();
     let e = baselines::sled_engine::open_engine(&Options::new(
         "sled",
@@ -43,7 +43,7 @@ fn sled_refuses_unknown_option_and_foreign_directory() {
 
 #[test]
 fn sled_states_its_durability() {
-    let d = kvapi::conformance::TempDir::new("sled-dur");
+    let d = kvtestkit::conformance::TempDir::new("sled-dur");
     let dir = d.path().display().to_string();
     let e = baselines::sled_engine::open_engine(&Options::new("sled", &[("dir", &dir)])).unwrap();
     let info = e.info();

@@ -24,7 +24,8 @@ pub enum Error {
     },
     /// Another process (or handle) has the directory open.
     Locked { dir: PathBuf },
-    /// An earlier write or sync failed; the engine refuses writes until reopened.
+    /// An earlier write or sync failed, or a thread panicked holding engine state; the
+    /// engine refuses writes until reopened.
     Poisoned(String),
     /// The engine was closed.
     Closed,
@@ -92,7 +93,7 @@ impl fmt::Display for Error {
             ),
             Error::Poisoned(m) => write!(
                 f,
-                "engine refuses writes after an earlier I/O failure ({m}); reopen it"
+                "engine refuses writes after an earlier failure ({m}); reopen it"
             ),
             Error::Closed => write!(f, "engine is closed"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),

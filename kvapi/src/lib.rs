@@ -22,14 +22,11 @@
 //!   beyond them is refused with [`Error::InvalidArgument`] and nothing is written.
 #![deny(unsafe_code)]
 
-pub mod conformance;
 mod dir;
 mod error;
-/// Test support shared by the engines' fault matrices (not used at run time).
-pub mod faults;
 mod options;
 mod pool;
-pub mod testfs;
+pub mod sync;
 
 pub use dir::{DirLock, MARKER_FILE, claim_dir};
 pub use error::{Error, Result};
@@ -273,9 +270,12 @@ pub trait AsyncEngine: Send + Sync {
 /// The asynchronous path to drive `engine` with up to `in_flight` outstanding
 /// requests: the engine's native one if it has it, otherwise a [`PoolAdapter`] with
 /// `in_flight` threads issuing blocking calls. The flag says which one was chosen.
-pub fn async_path(engine: Arc<dyn Engine>, in_flight: usize) -> (Arc<dyn AsyncEngine>, bool) {
-    match engine.clone().native_async() {
+pub fn async_path(
+    engine: Arc<dyn Engine>,
+    in_flight: usize,
+) -> Result<(Arc<dyn AsyncEngine>, bool)> {
+    Ok(match engine.clone().native_async() {
         Some(native) => (native, true),
-        None => (Arc::new(PoolAdapter::new(engine, in_flight)), false),
-    }
+        None => (Arc::new(PoolAdapter::new(engine, in_flight)?), false),
+    })
 }

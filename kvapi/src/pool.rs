@@ -1,4 +1,4 @@
-use crate::{AsyncEngine, Completion, Engine, Error, Request};
+use crate::{AsyncEngine, Completion, Engine, Error, Request, Result};
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -15,7 +15,8 @@ pub struct PoolAdapter {
 }
 
 impl PoolAdapter {
-    pub fn new(engine: Arc<dyn Engine>, threads: usize) -> PoolAdapter {
+    /// Starts `threads` threads (at least one); fails if the system refuses a thread.
+    pub fn new(engine: Arc<dyn Engine>, threads: usize) -> Result<PoolAdapter> {
         let threads = threads.max(1);
         let (tx, rx) = sync_channel::<Job>(threads);
         let rx = Arc::new(Mutex::new(rx));
@@ -34,19 +35,19 @@ impl PoolAdapter {
                             done(request.execute(engine.as_ref()));
                         }
                     })
-                    .expect("spawning a pool adapter thread")
+                    .map_err(|e| Error::io("starting a pool adapter thread", e))
             })
-            .collect();
-        PoolAdapter {
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PoolAdapter {
             tx: Mutex::new(Some(tx)),
             threads: handles,
-        }
+        })
     }
 }
 
 impl AsyncEngine for PoolAdapter {
     fn submit(&self, request: Request, done: Completion) {
-        let tx = self.tx.lock().ok().and_then(|t| t.clone());
+        let tx = crate::sync::lock_handoff(&self.tx).clone();
         match tx {
             Some(tx) => {
                 if let Err(std::sync::mpsc::SendError((_, done))) = tx.send((request, done)) {
@@ -60,9 +61,7 @@ impl AsyncEngine for PoolAdapter {
 
 impl Drop for PoolAdapter {
     fn drop(&mut self) {
-        if let Ok(mut tx) = self.tx.lock() {
-            tx.take();
-        }
+        crate::sync::lock_handoff(&self.tx).take();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

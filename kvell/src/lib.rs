@@ -521,7 +521,7 @@ impl AsyncEngine for KvellAsync {
 mod tests {
     use super::*;
     use crate::io::PAGE;
-    use kvapi::conformance::TempDir;
+    use kvtestkit::conformance::TempDir;
     use std::sync::mpsc;
 
     /// Appends that fill consecutive pages leave in one write: 64 items of the

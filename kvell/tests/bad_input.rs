@@ -1,6 +1,6 @@
 //! Bad input: oversized keys and values, corrupt and truncated slabs, a second open,
 //! a changed worker layout, misspelt options, a filesystem without O_DIRECT.
-use kvapi::conformance::TempDir;
+use kvtestkit::conformance::TempDir;
 use kvapi::{Engine, Error, Request};
 use kvell::{Config, Kvell, slab};
 use std::fs::OpenOptions;

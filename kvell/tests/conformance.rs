@@ -8,7 +8,7 @@ fn open(dir: &Path) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
     Ok(kvell::Kvell::open(c)?)
 }
 
-kvapi::conformance_tests!(open);
+kvtestkit::conformance_tests!(open);
 
 mod psync {
     use super::*;
@@ -26,5 +26,5 @@ mod psync {
         kvell::open_engine(&o)
     }
 
-    kvapi::conformance_tests!(open);
+    kvtestkit::conformance_tests!(open);
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Rng, value};
-use kvapi::conformance::TempDir;
+use kvtestkit::conformance::TempDir;
 use kvapi::{Engine, Request};
 use kvell::{Config, Kvell};
 use std::collections::HashMap;

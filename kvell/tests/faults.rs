@@ -12,8 +12,8 @@
 mod common;
 
 use common::{Rng, value};
-use kvapi::conformance::TempDir;
-use kvapi::faults::{
+use kvtestkit::conformance::TempDir;
+use kvtestkit::faults::{
     Mutation, Outcome, SeededRng, Tally, count_panics, exhaustive, panics, write_result,
 };
 use kvapi::{Engine, Error};
@@ -548,7 +548,7 @@ fn check_acked(e: &dyn Engine, acked: &Model, n: u64) {
 #[test]
 fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     count_panics();
-    let fs = match kvapi::testfs::SmallFs::new("kvell", 24) {
+    let fs = match kvtestkit::testfs::SmallFs::new("kvell", 24) {
         Ok(fs) => fs,
         Err(why) => return eprintln!("SKIP full-disk test: {why}"),
     };
@@ -560,7 +560,7 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
         c.mode = mode;
         let e: Arc<dyn Engine> = Kvell::open(c.clone()).unwrap();
         let mut rng = Rng::new(11);
-        let (acked, err) = kvapi::faults::fill_until_error(e.as_ref(), |i| {
+        let (acked, err) = kvtestkit::faults::fill_until_error(e.as_ref(), |i| {
             value(i, 500 + rng.below(6000) as usize)
         });
         assert!(matches!(err, Error::Io { .. }), "{err:?}");

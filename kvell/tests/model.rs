@@ -3,7 +3,7 @@ mod common;
 
 use common::{Rng, value};
 use kvapi::Engine;
-use kvapi::conformance::TempDir;
+use kvtestkit::conformance::TempDir;
 use kvell::{Config, IoMode, Kvell};
 use std::collections::BTreeMap;
 use std::sync::Arc;

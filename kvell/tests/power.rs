@@ -10,7 +10,7 @@
 mod common;
 
 use common::{Rng, value};
-use kvapi::conformance::TempDir;
+use kvtestkit::conformance::TempDir;
 use kvapi::{Engine, Error, Request};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk};
 use std::collections::{HashMap, HashSet};

@@ -603,8 +603,8 @@ fn run_engine(
     let open_s = t_open.elapsed().as_secs_f64();
     let info = engine.info();
     let mut drive = s.drive.clone();
-    if let Some(qd) = drive.queue_depth {
-        drive.native_async = Some(kvapi::async_path(engine.clone(), qd).1);
+    if drive.queue_depth.is_some() {
+        drive.native_async = Some(engine.clone().native_async().is_some());
     }
     let machine = Machine::describe(dir.as_deref());
     let device_result = s.device_result.clone().or_else(|| {

@@ -301,7 +301,7 @@ mod tests {
 
     #[test]
     fn an_older_state_is_lost_and_a_never_written_value_corrupt() {
-        let dir = kvapi::conformance::TempDir::new("crash-model");
+        let dir = kvtestkit::conformance::TempDir::new("crash-model");
         let p = crate::props::Properties::new();
         let opts = crate::engines::options("sled", &p, dir.path(), None);
         let engine = crate::engines::open("sled", &opts).unwrap();

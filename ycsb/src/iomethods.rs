@@ -336,7 +336,7 @@ mod tests {
 
     #[test]
     fn measures_every_method_on_a_small_file() {
-        let dir = kvapi::conformance::TempDir::new("iomethods");
+        let dir = kvtestkit::conformance::TempDir::new("iomethods");
         let c = Config {
             file: dir.path().join("io.dat"),
             file_bytes: 16 << 20,

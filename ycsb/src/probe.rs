@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn probes_a_small_file() {
-        let dir = kvapi::conformance::TempDir::new("probe");
+        let dir = kvtestkit::conformance::TempDir::new("probe");
         let c = ProbeConfig {
             file: dir.path().join("probe.dat"),
             file_bytes: 16 << 20,

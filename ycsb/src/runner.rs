@@ -502,7 +502,7 @@ where
     let mark0 = Snapshot::take(ctx.device.as_deref());
     let next = AtomicU64::new(0);
     let rec = if let Some(qd) = d.queue_depth {
-        let (a, _) = kvapi::async_path(engine.clone(), qd);
+        let (a, _) = kvapi::async_path(engine.clone(), qd).expect("starting the asynchronous path");
         let mut state = init(u64::MAX);
         let mut ops = std::iter::from_fn(|| {
             let i = next.fetch_add(1, Ordering::Relaxed);
@@ -586,7 +586,7 @@ pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx
     let sampler = Sampler::start(start, p.measure_from, ctx.device.clone(), tick);
     let mark = Mark::new(p.measure_from, ctx.device.clone());
     let rec = if let Some(qd) = d.queue_depth {
-        let (a, _) = kvapi::async_path(engine.clone(), qd);
+        let (a, _) = kvapi::async_path(engine.clone(), qd).expect("starting the asynchronous path");
         let mut it = ops.iter().cloned();
         run_async(
             a.as_ref(),
@@ -686,7 +686,7 @@ pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) ->
     let cpu = Mark::new(p.measure_from, ctx.device.clone());
     let acks = Arc::new(AckCounter::new(w.recordcount));
     let rec = if let Some(qd) = d.queue_depth {
-        let (a, _) = kvapi::async_path(engine.clone(), qd);
+        let (a, _) = kvapi::async_path(engine.clone(), qd).expect("starting the asynchronous path");
         let mut stream = OpStream::new(w.clone(), acks.clone(), d.seed, 0);
         let mut issued = 0u64;
         let mut ops = std::iter::from_fn(|| {

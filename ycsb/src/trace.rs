@@ -596,7 +596,7 @@ pub fn describe(records: &[Record]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kvapi::conformance::TempDir;
+    use kvtestkit::conformance::TempDir;
 
     fn sample() -> Vec<Record> {
         vec![

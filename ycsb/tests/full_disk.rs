@@ -15,7 +15,7 @@ fn engines() -> Vec<&'static str> {
 
 #[test]
 fn every_engine_reports_a_full_disk_and_exits_non_zero() {
-    let fs = match kvapi::testfs::SmallFs::new("ycsb", 32) {
+    let fs = match kvtestkit::testfs::SmallFs::new("ycsb", 32) {
         Ok(fs) => fs,
         Err(why) => return eprintln!("SKIP full-disk test: {why}"),
     };

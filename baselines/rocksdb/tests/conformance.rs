@@ -20,7 +20,7 @@ mod wal_process {
     fn open(dir: &Path) -> Result<Arc<dyn Engine>> {
         open_with(dir, &[])
     }
-    kvapi::conformance_tests!(open);
+    kvtestkit::conformance_tests!(open);
 }
 
 mod wal_synced {
@@ -28,12 +28,12 @@ mod wal_synced {
     fn open(dir: &Path) -> Result<Arc<dyn Engine>> {
         open_with(dir, &[("durability", "power")])
     }
-    kvapi::conformance_tests!(open);
+    kvtestkit::conformance_tests!(open);
 }
 
 #[test]
 fn states_durability_and_memory() {
-    let d = kvapi::conformance::TempDir::new("rocks-info");
+    let d = kvtestkit::conformance::TempDir::new("rocks-info");
     for (class, want) in [
         ("none", kvapi::Durability::None),
         ("process", kvapi::Durability::Process),
@@ -59,7 +59,7 @@ fn states_durability_and_memory() {
 
 #[test]
 fn refuses_bad_options_foreign_and_corrupt_directories() {
-    let d = kvapi::conformance::TempDir::new("rocks-bad");
+    let d = kvtestkit::conformance::TempDir::new("rocks-bad");
     assert!(matches!(
         open_with(d.path(), &[("durability", "sometimes")]),
         Err(kvapi::Error::InvalidArgument(_))
@@ -75,7 +75,7 @@ fn refuses_bad_options_foreign_and_corrupt_directories() {
         Err(kvapi::Error::WrongEngine { .. })
     ));
     // a RocksDB directory whose CURRENT file is garbage
-    let d2 = kvapi::conformance::TempDir::new("rocks-corrupt");
+    let d2 = kvtestkit::conformance::TempDir::new("rocks-corrupt");
     let e = open_with(d2.path(), &[]).unwrap();
     e.insert(b"a", b"b").unwrap();
     e.close().unwrap();

@@ -11,11 +11,11 @@ fn open(dir: &Path) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
     ))
 }
 
-kvapi::conformance_tests!(open);
+kvtestkit::conformance_tests!(open);
 
 #[test]
 fn unknown_option_is_refused() {
-    let d = kvapi::conformance::TempDir::new("wal-opt");
+    let d = kvtestkit::conformance::TempDir::new("wal-opt");
     let p = d.path().to_string_lossy().into_owned();
     let e = wal_engine::open_engine(&kvapi::Options::new(
         "wal",
@@ -28,7 +28,7 @@ fn unknown_option_is_refused() {
 
 #[test]
 fn info_states_durability() {
-    let d = kvapi::conformance::TempDir::new("wal-info");
+    let d = kvtestkit::conformance::TempDir::new("wal-info");
     let p = d.path().to_string_lossy().into_owned();
     for (mode, class) in [
         ("fdatasync", kvapi::Durability::Power),
@@ -44,7 +44,7 @@ fn info_states_durability() {
         assert_eq!(info.durability, class, "{mode}");
         assert_eq!(info.limits.max_key, wal_engine::MAX_KEY);
         e.insert(mode.as_bytes(), mode.as_bytes()).unwrap();
-        let big = kvapi::conformance::value(7, 20_000);
+        let big = kvtestkit::conformance::value(7, 20_000);
         e.insert(b"big", &big).unwrap();
         e.close().unwrap();
         // reopened with the default mode: every mode's writes are there

@@ -62,7 +62,7 @@ impl Rng {
 }
 
 fn val(seed: u64, len: usize) -> Vec<u8> {
-    kvapi::conformance::value(seed, len)
+    kvtestkit::conformance::value(seed, len)
 }
 
 /// One random operation, applied to the engine and the model.

@@ -8,7 +8,7 @@
 //! test. The fast form samples pages; `KVTESTBED_EXHAUSTIVE=1` (or the ignored test)
 //! tries every page.
 
-use kvapi::faults::{
+use kvtestkit::faults::{
     Mutation, Outcome, Rng, Tally, count_panics, exhaustive, panics, write_result,
 };
 use kvapi::{Engine, Error};
@@ -24,7 +24,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type History = BTreeMap<Vec<u8>, BTreeSet<Vec<u8>>>;
 
 fn value(seed: u64, len: usize) -> Vec<u8> {
-    kvapi::conformance::value(seed, len)
+    kvtestkit::conformance::value(seed, len)
 }
 
 fn cfg() -> Config {
@@ -371,7 +371,7 @@ fn every_failed_io_of_a_workload_is_an_error_and_poisons() {
 #[test]
 fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     count_panics();
-    let fs = match kvapi::testfs::SmallFs::new("wal", 24) {
+    let fs = match kvtestkit::testfs::SmallFs::new("wal", 24) {
         Ok(fs) => fs,
         Err(why) => return eprintln!("SKIP full-disk test: {why}"),
     };
@@ -382,7 +382,7 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     let e: Arc<dyn Engine> = WalEngine::open(c.clone()).unwrap();
     let mut rng = Rng::new(3);
     let (acked, err) =
-        kvapi::faults::fill_until_error(e.as_ref(), |i| value(i, 200 + rng.below(12_000) as usize));
+        kvtestkit::faults::fill_until_error(e.as_ref(), |i| value(i, 200 + rng.below(12_000) as usize));
     assert!(
         matches!(err, Error::Io { .. } | Error::Poisoned(_)),
         "{err:?}"

@@ -45,7 +45,7 @@ fn value_of(version: u64) -> Vec<u8> {
         _ => 50 + (version % 900) as usize,
     };
     let mut v = version.to_le_bytes().to_vec();
-    v.extend(kvapi::conformance::value(version, len));
+    v.extend(kvtestkit::conformance::value(version, len));
     v
 }
 
@@ -102,7 +102,7 @@ fn kill9_child() {
 }
 
 fn cycles(n: u64) {
-    let d = kvapi::conformance::TempDir::new("wal-kill9");
+    let d = kvtestkit::conformance::TempDir::new("wal-kill9");
     std::fs::create_dir_all(d.path()).unwrap();
     let dir = d.path().join("db");
     let acks = d.path().join("acks");

@@ -31,5 +31,5 @@ impl Rng {
 }
 
 pub fn value(seed: u64, len: usize) -> Vec<u8> {
-    kvapi::conformance::value(seed, len)
+    kvtestkit::conformance::value(seed, len)
 }

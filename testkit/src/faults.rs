@@ -17,9 +17,9 @@ static PANICS: AtomicUsize = AtomicUsize::new(0);
 /// disk): returns what was acknowledged and the error. Panics if 100,000 inserts all
 /// succeed.
 pub fn fill_until_error(
-    e: &dyn crate::Engine,
+    e: &dyn kvapi::Engine,
     mut value: impl FnMut(u64) -> Vec<u8>,
-) -> (BTreeMap<Vec<u8>, Vec<u8>>, crate::Error) {
+) -> (BTreeMap<Vec<u8>, Vec<u8>>, kvapi::Error) {
     let mut acked = BTreeMap::new();
     for i in 0..100_000u64 {
         let k = format!("f{i:06}").into_bytes();

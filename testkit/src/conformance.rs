@@ -4,13 +4,13 @@
 //!
 //! ```ignore
 //! fn open(dir: &std::path::Path) -> kvapi::Result<std::sync::Arc<dyn kvapi::Engine>> { ... }
-//! kvapi::conformance_tests!(open);
+//! kvtestkit::conformance_tests!(open);
 //! ```
 //!
 //! The opener is called on a fresh directory, and again on the same directory after
 //! `close` to check that data survives a reopen.
 
-use crate::{Engine, Error, Pair, Reply, Request, Result, async_path};
+use kvapi::{Engine, Error, Pair, Reply, Request, Result, async_path};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -343,7 +343,7 @@ pub fn reopen_keeps_data(open: Opener) {
 pub fn async_path_works(open: Opener) {
     let d = TempDir::new("conf-async");
     let e = open(d.path()).expect("open");
-    let (a, _native) = async_path(e.clone(), 16);
+    let (a, _native) = async_path(e.clone(), 16).unwrap();
     let (tx, rx) = mpsc::channel();
     let n = 500usize;
     for i in 0..n {
@@ -454,7 +454,7 @@ pub fn counters_are_honest(open: Opener) {
 pub fn other_engines_directory_refused(open: Opener) {
     let d = TempDir::new("conf-other");
     std::fs::create_dir_all(d.path()).unwrap();
-    std::fs::write(d.path().join(crate::MARKER_FILE), "some-other-engine\n").unwrap();
+    std::fs::write(d.path().join(kvapi::MARKER_FILE), "some-other-engine\n").unwrap();
     std::fs::write(d.path().join("data.bin"), b"not yours").unwrap();
     let err = open(d.path())
         .err()

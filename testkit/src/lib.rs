@@ -1,0 +1,20 @@
+//! Test support shared by every kvell-testbed engine, kept out of the production
+//! crates (after TiKV's `engine_traits_tests`): the conformance suite
+//! ([`conformance`], run with [`conformance_tests!`]), the fault-matrix harness
+//! ([`faults`]), a small loop-mounted file system for full-disk tests ([`testfs`]) and
+//! temporary directories under `$KVTESTBED_TMP` ([`TempDir`]).
+//!
+//! Only ever a dev-dependency.
+#![deny(unsafe_code)]
+// Test support is test code: a failed step is a failed test.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed step is a failed test"
+)]
+
+pub mod conformance;
+pub mod faults;
+pub mod testfs;
+
+pub use conformance::{TempDir, value};
