@@ -212,9 +212,8 @@ impl Engine for SledEngine {
                 .map_err(|e| sled_err("flush on close", e)),
             None => Ok(()),
         };
-        if let Ok(mut l) = self.lock.lock() {
-            l.take();
-        }
+        // the directory lock is a hand-off slot: released even after a panic
+        kvapi::sync::lock_handoff(&self.lock).take();
         result.map_err(|e| match e {
             Error::Io { context, source } => Error::Io {
                 context: format!("{context} ({})", self.dir.display()),

@@ -294,9 +294,8 @@ impl Engine for RocksEngine {
                 .map_err(|e| rerr("flush on close", &self.path, e)),
             None => Ok(()),
         };
-        if let Ok(mut l) = self.lock.lock() {
-            l.take();
-        }
+        // the directory lock is a hand-off slot: released even after a panic
+        kvapi::sync::lock_handoff(&self.lock).take();
         r
     }
 }
