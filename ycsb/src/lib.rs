@@ -10,6 +10,7 @@ pub mod generator;
 pub mod iomethods;
 pub mod machine;
 pub mod measure;
+pub mod memory;
 pub mod probe;
 pub mod props;
 pub mod recovery;
