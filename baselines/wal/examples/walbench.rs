@@ -7,6 +7,11 @@
 //!
 //! Keys are `user<fnv64(n)>`; values carry their item number and version, and every
 //! read checks them. Seeds are fixed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark binary: a failed step ends the run with its message"
+)]
 
 use kvapi::{Engine, Options};
 use std::sync::Arc;

@@ -6,84 +6,57 @@
 //! Large values take the data-first path here, so no request waits on a data write
 //! after `submit` returns.
 
-use crate::engine::{Op, Shared, WalEngine};
-use kvapi::{AsyncEngine, Completion, Error, Reply, Request};
+use crate::log::Log;
+use crate::read::Reader;
+use crate::write::{Op, Writer};
+use kvapi::{AsyncEngine, Error, Reply, Request};
 use std::sync::Arc;
-use std::time::Duration;
 
-pub struct AsyncWal {
-    pub engine: Arc<WalEngine>,
+/// The asynchronous handle. `E` is the engine it came from, held so that its
+/// threads and directory claim live as long as this handle.
+pub struct AsyncWal<E> {
+    _engine: Arc<E>,
+    reader: Reader,
+    writer: Writer,
+    log: Arc<Log>,
 }
 
-impl AsyncEngine for AsyncWal {
-    fn submit(&self, request: Request, done: Completion) {
-        let sh = self.engine.shared();
+impl<E> AsyncWal<E> {
+    pub fn new(engine: Arc<E>, reader: Reader, writer: Writer, log: Arc<Log>) -> AsyncWal<E> {
+        AsyncWal {
+            _engine: engine,
+            reader,
+            writer,
+            log,
+        }
+    }
+}
+
+impl<E: Send + Sync> AsyncEngine for AsyncWal<E> {
+    fn submit(&self, request: Request, done: kvapi::Completion) {
         let (key, op) = match &request {
-            Request::Get { key } => return done(sh.get(key).map(Reply::Value)),
+            Request::Get { key } => return done(self.reader.get(key).map(Reply::Value)),
             Request::Scan { start, count } => {
-                return done(sh.scan(start, *count).map(Reply::Pairs));
+                return done(self.reader.scan(start, *count).map(Reply::Pairs));
             }
             Request::Insert { key, value } | Request::Update { key, value } => {
                 (key, Op::Put(value))
             }
             Request::Delete { key } => (key, Op::Delete),
         };
-        match sh.begin_write(key, &op, true) {
+        match self.writer.begin(key, &op, true) {
             Err(e) => done(Err(e)),
             Ok(None) => done(Ok(Reply::Done)),
-            Ok(Some((_, end, _))) => {
-                let mut log = sh.log.lock().unwrap();
-                if let Some(e) = &log.error {
-                    let e = e.clone();
-                    drop(log);
-                    return done(Err(Error::Poisoned(e)));
-                }
-                if log.complete() >= end {
-                    drop(log);
-                    return done(Ok(Reply::Done));
-                }
-                log.acks.entry(end).or_default().push(done);
-            }
+            Ok(Some(b)) => self.log.when_complete(b.end, done),
         }
     }
 }
 
-/// Runs the completions of asynchronous writes once their transactions complete.
-pub fn completer(sh: &Shared) {
-    loop {
-        let (ready, err) = {
-            let mut log = sh.log.lock().unwrap();
-            loop {
-                if let Some(e) = &log.error {
-                    if !log.acks.is_empty() {
-                        let e = e.clone();
-                        break (std::mem::take(&mut log.acks), Some(Error::Poisoned(e)));
-                    }
-                    if log.stop {
-                        return;
-                    }
-                }
-                let c = log.complete();
-                let later = log.acks.split_off(&(c + 1));
-                let ready = std::mem::replace(&mut log.acks, later);
-                if !ready.is_empty() {
-                    break (ready, None);
-                }
-                if log.stop && log.queue.is_empty() && log.written == log.head {
-                    // Nothing more will complete: whatever is left fails.
-                    let left = std::mem::take(&mut log.acks);
-                    if left.is_empty() {
-                        return;
-                    }
-                    break (left, Some(Error::Closed));
-                }
-                log = sh
-                    .done_cv
-                    .wait_timeout(log, Duration::from_millis(100))
-                    .unwrap()
-                    .0;
-            }
-        };
+/// The completer thread: runs the completions of asynchronous writes once their
+/// transactions complete, until the log is stopped with none left (or its lock is
+/// poisoned).
+pub fn completer(log: &Log) {
+    while let Ok(Some((ready, err))) = log.next_acks() {
         for (_, dones) in ready {
             for d in dones {
                 d(match &err {

@@ -1,7 +1,20 @@
-//! The free-extent allocator of the data file (4 KiB blocks), in memory only and
-//! rebuilt on open from the extents the image's records use.
+//! Extents of the data file (whole 4 KiB blocks holding one large value each) and
+//! their free-extent allocator, in memory only and rebuilt on open from the extents
+//! the image's records use.
 
 use std::collections::BTreeMap;
+
+/// A large value's place in the data file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// First 4 KiB block.
+    pub start: u32,
+    pub blocks: u32,
+    /// Value length in bytes.
+    pub len: u32,
+    /// CRC32 of the value.
+    pub crc: u32,
+}
 
 #[derive(Default, Debug)]
 pub struct Extents {

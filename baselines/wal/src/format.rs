@@ -8,14 +8,21 @@ pub const WAL_MAGIC: u32 = 0x4841_4c57; // the bytes "WLAH" read little-endian
 pub const WAL_VERSION: u32 = 1;
 pub const WAL_HEADER_LEN: usize = 48;
 
+/// The `N` bytes at `at` (panics, like indexing, if they are not there).
+fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[at..at + N]);
+    a
+}
+
 pub fn rd_u16(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes(b[at..at + 2].try_into().unwrap())
+    u16::from_le_bytes(bytes_at(b, at))
 }
 pub fn rd_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+    u32::from_le_bytes(bytes_at(b, at))
 }
 pub fn rd_u64(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+    u64::from_le_bytes(bytes_at(b, at))
 }
 pub fn wr_u16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_le_bytes());

@@ -8,23 +8,38 @@
 //! the meta file and replays the log from there. Format and write path:
 //! baselines/wal/DESIGN.md.
 //!
-//! Module map: [`io`] (the I/O seam and the crash-test file system), `format` (ids,
-//! WAL header), [`txn`] (transaction encoding), `image` (meta image, slab heap,
-//! ordered index), `extent` (data file allocator), `wal` (reserve/commit, committer),
-//! `replay`, `engine` (write path, checkpoint, close).
+//! A request's way: `engine` (the facade) hands a write to `write` (admission,
+//! apply to the `heap` in the `image`, reserve in the `log`), which the committer in
+//! `wal` writes to the WAL file (`files`, over the [`io`] seam); a read goes through
+//! `read` to the `store`. `checkpoint` writes dirty pages back and reclaims the log;
+//! `open` creates a database or loads it and runs `replay`. On-disk formats:
+//! [`format`] (ids, WAL header), [`txn`] (transactions), `image` (meta pages and
+//! records), `extent` (the data file's extents).
 #![deny(unsafe_code)]
 
 mod aio;
+mod checkpoint;
+mod config;
 mod engine;
 mod extent;
+mod files;
 pub mod format;
+mod heap;
 mod image;
 pub mod io;
+mod log;
+mod open;
+mod read;
 mod replay;
+mod stats;
+mod store;
+mod sync;
 pub mod txn;
 mod wal;
+mod write;
 
-pub use engine::{Config, ENGINE_NAME, MAX_KEY, MAX_VALUE, Mode, WalEngine};
+pub use config::{Config, ENGINE_NAME, MAX_KEY, MAX_VALUE, Mode};
+pub use engine::WalEngine;
 pub use io::{FileVfs, MemVfs, Storage, Vfs};
 
 use std::sync::Arc;

@@ -190,6 +190,15 @@ pub fn encode(generation: u32, id: u64, entries: &[Entry], payload: &[u8]) -> Ve
     b
 }
 
+/// A transaction being built: its entries and payload, and the image pages they
+/// change. Every change is applied to the image at once and recorded here.
+#[derive(Default)]
+pub struct TxBuild {
+    pub entries: Vec<Entry>,
+    pub payload: Vec<u8>,
+    pub pages: Vec<u32>,
+}
+
 /// A decoded, verified transaction.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Txn {

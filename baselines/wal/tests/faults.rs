@@ -7,11 +7,16 @@
 //! acknowledged value: a log cut short). A value never written for its key fails the
 //! test. The fast form samples pages; `KVTESTBED_EXHAUSTIVE=1` (or the ignored test)
 //! tries every page.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a failed step is a failed test"
+)]
 
+use kvapi::{Engine, Error};
 use kvtestkit::faults::{
     Mutation, Outcome, Rng, Tally, count_panics, exhaustive, panics, write_result,
 };
-use kvapi::{Engine, Error};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -381,8 +386,9 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     c.log_size = 1 << 20;
     let e: Arc<dyn Engine> = WalEngine::open(c.clone()).unwrap();
     let mut rng = Rng::new(3);
-    let (acked, err) =
-        kvtestkit::faults::fill_until_error(e.as_ref(), |i| value(i, 200 + rng.below(12_000) as usize));
+    let (acked, err) = kvtestkit::faults::fill_until_error(e.as_ref(), |i| {
+        value(i, 200 + rng.below(12_000) as usize)
+    });
     assert!(
         matches!(err, Error::Io { .. } | Error::Poisoned(_)),
         "{err:?}"

@@ -2,6 +2,11 @@
 //! threads and appends each acknowledged (key, version) to a file; the parent kills it
 //! with SIGKILL at a pseudo-random moment, reopens the directory and checks every
 //! acknowledged write (the stored version is the acknowledged one or a later one).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers and the child process: a failed step is a failed test"
+)]
 
 use kvapi::Engine;
 use std::collections::HashMap;

@@ -1,90 +1,13 @@
-//! The I/O seam: every byte the engine reads or writes goes through [`Storage`], and
-//! every file is opened through a [`Vfs`]. [`FileVfs`] is the real one (pread/pwrite,
-//! fdatasync, optional O_DSYNC); [`MemVfs`] keeps what was written apart from what is
-//! durable, so tests can build the files a crash would leave and inject I/O failures.
+//! The crash-test file system: [`MemVfs`] keeps what was written apart from what is
+//! durable, so tests can build the files a crash would leave (torn writes included)
+//! and inject I/O failures.
 
+use super::storage::{Storage, Vfs};
+use kvapi::sync::lock_handoff;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// One file: read, write, sync, len, set_len.
-pub trait Storage: Send + Sync {
-    /// Fills `buf` from `off`; bytes past the end of the file read as zero.
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()>;
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()>;
-    /// Makes every completed write durable (fdatasync).
-    fn sync(&self) -> io::Result<()>;
-    fn len(&self) -> io::Result<u64>;
-    fn set_len(&self, len: u64) -> io::Result<()>;
-    fn is_empty(&self) -> io::Result<bool> {
-        Ok(self.len()? == 0)
-    }
-}
-
-/// Opens the engine's files by name.
-pub trait Vfs: Send + Sync {
-    /// Opens (creating if missing) `name`; with `dsync` every write is durable when it
-    /// returns (O_DSYNC).
-    fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>>;
-}
-
-/// Real files in a directory.
-pub struct FileVfs {
-    dir: PathBuf,
-}
-
-impl FileVfs {
-    pub fn new(dir: impl Into<PathBuf>) -> FileVfs {
-        FileVfs { dir: dir.into() }
-    }
-}
-
-impl Vfs for FileVfs {
-    fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>> {
-        let mut o = OpenOptions::new();
-        o.read(true).write(true).create(true).truncate(false);
-        if dsync {
-            o.custom_flags(libc::O_DSYNC);
-        }
-        Ok(Arc::new(FileStorage(o.open(self.dir.join(name))?)))
-    }
-}
-
-struct FileStorage(File);
-
-impl Storage for FileStorage {
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
-        let mut done = 0;
-        while done < buf.len() {
-            match self.0.read_at(&mut buf[done..], off + done as u64) {
-                Ok(0) => {
-                    buf[done..].fill(0);
-                    break;
-                }
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
-        self.0.write_all_at(buf, off)
-    }
-    fn sync(&self) -> io::Result<()> {
-        self.0.sync_data()
-    }
-    fn len(&self) -> io::Result<u64> {
-        Ok(self.0.metadata()?.len())
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)
-    }
-}
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Fault injection shared by the files of a [`MemVfs`]: every write, sync and set_len
 /// counts as one operation; operation number `fail_at` (0-based) and every later one
@@ -94,7 +17,7 @@ pub struct Faults {
     ops: AtomicU64,
     fail_at: AtomicU64,
     /// Reads count (and fail) too.
-    reads: std::sync::atomic::AtomicBool,
+    reads: AtomicBool,
 }
 
 impl Faults {
@@ -135,17 +58,24 @@ fn put(v: &mut Vec<u8>, off: u64, data: &[u8]) {
 }
 
 impl MemFile {
+    /// The simulated disk's bytes. A hand-off slot: every change to them is one
+    /// copy into a range sized beforehand, so they are whole even after a panic
+    /// elsewhere (which fails the test anyway).
+    fn inner(&self) -> MutexGuard<'_, MemInner> {
+        lock_handoff(&self.inner)
+    }
+
     /// The bytes reads currently see.
     pub fn written(&self) -> Vec<u8> {
-        self.inner.lock().unwrap().written.clone()
+        self.inner().written.clone()
     }
     /// The bytes a crash would leave (without torn writes).
     pub fn durable(&self) -> Vec<u8> {
-        self.inner.lock().unwrap().durable.clone()
+        self.inner().durable.clone()
     }
     /// Replaces both views (to build corrupted or crashed images in tests).
     pub fn set_contents(&self, bytes: Vec<u8>) {
-        let mut g = self.inner.lock().unwrap();
+        let mut g = self.inner();
         g.durable = bytes.clone();
         g.written = bytes;
         g.pending.clear();
@@ -163,7 +93,7 @@ impl Storage for MemHandle {
         if self.faults.reads.load(Ordering::SeqCst) {
             self.faults.step()?;
         }
-        let g = self.file.inner.lock().unwrap();
+        let g = self.file.inner();
         let start = (off as usize).min(g.written.len());
         let end = (off as usize + buf.len()).min(g.written.len());
         let n = end - start;
@@ -173,7 +103,7 @@ impl Storage for MemHandle {
     }
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
         self.faults.step()?;
-        let mut g = self.file.inner.lock().unwrap();
+        let mut g = self.file.inner();
         put(&mut g.written, off, buf);
         if self.dsync {
             put(&mut g.durable, off, buf);
@@ -184,7 +114,7 @@ impl Storage for MemHandle {
     }
     fn sync(&self) -> io::Result<()> {
         self.faults.step()?;
-        let mut g = self.file.inner.lock().unwrap();
+        let mut g = self.file.inner();
         let pending = std::mem::take(&mut g.pending);
         for (off, data) in pending {
             put(&mut g.durable, off, &data);
@@ -192,11 +122,11 @@ impl Storage for MemHandle {
         Ok(())
     }
     fn len(&self) -> io::Result<u64> {
-        Ok(self.file.inner.lock().unwrap().written.len() as u64)
+        Ok(self.file.inner().written.len() as u64)
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.faults.step()?;
-        let mut g = self.file.inner.lock().unwrap();
+        let mut g = self.file.inner();
         g.written.resize(len as usize, 0);
         // A size change is treated as durable at once (it is metadata the tests do
         // not tear); the engine syncs after it anyway.
@@ -221,9 +151,7 @@ impl MemVfs {
 
     /// The file `name` (created empty if missing).
     pub fn file(&self, name: &str) -> Arc<MemFile> {
-        self.files
-            .lock()
-            .unwrap()
+        lock_handoff(&self.files)
             .entry(name.to_string())
             .or_default()
             .clone()
@@ -256,10 +184,7 @@ impl MemVfs {
             x ^= x << 17;
             x
         };
-        let mut names: Vec<(String, Arc<MemFile>)> = self
-            .files
-            .lock()
-            .unwrap()
+        let mut names: Vec<(String, Arc<MemFile>)> = lock_handoff(&self.files)
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
@@ -269,7 +194,7 @@ impl MemVfs {
         // in the WAL header after the meta file was copied, and the image then
         // held a state no crash can leave (replay starting past transactions the
         // copied meta file lacks): the log-wrap crash test failed that way once.
-        let guards: Vec<_> = names.iter().map(|(_, f)| f.inner.lock().unwrap()).collect();
+        let guards: Vec<_> = names.iter().map(|(_, f)| f.inner()).collect();
         let states: Vec<_> = guards.iter().map(|g| (**g).clone()).collect();
         drop(guards);
         for ((name, _), g) in names.into_iter().zip(states) {

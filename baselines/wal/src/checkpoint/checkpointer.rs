@@ -1,0 +1,191 @@
+//! The checkpoint: write the dirty image pages back to the meta file, then the WAL
+//! header with the new checkpoint id, and only then give the log space before it
+//! back (reclaiming before the header write was a real DAOS bug, fixed in 2025).
+//! Also the header write without a checkpoint, and the background thread that runs
+//! checkpoints every `checkpoint_ms`, when the log passes `checkpoint_pct`, or when a
+//! writer waits for log space. Steps: baselines/wal/DESIGN.md, "Checkpoint".
+
+use crate::files::{MetaFile, WalFile};
+use crate::format::{WalHeader, id_of};
+use crate::log::Log;
+use crate::stats::{Stat, Stats};
+use crate::store::Store;
+use crate::sync::wait_timeout_handoff;
+use kvapi::sync::{lock, lock_handoff};
+use kvapi::{Error, Result};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the background thread is asked to do.
+#[derive(Default)]
+struct Request {
+    checkpoint: bool,
+    stop: bool,
+}
+
+pub struct Checkpointer {
+    log: Arc<Log>,
+    store: Arc<Store>,
+    wal: Arc<WalFile>,
+    meta: Arc<MetaFile>,
+    stats: Arc<Stats>,
+    pool_id: u32,
+    period: Duration,
+    /// The header as last written. Held for a whole checkpoint or header write:
+    /// it serialises them. (A checkpoint rewrites it with `ckpt_pending` set before
+    /// it writes meta pages.)
+    header: Mutex<WalHeader>,
+    /// A hand-off slot of two flags (asked, stop): taken over if poisoned.
+    request: Mutex<Request>,
+    asked: Condvar,
+}
+
+impl Checkpointer {
+    /// `header` is the WAL header as it is on disk now.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the checkpoint's parts, once at open"
+    )]
+    pub fn new(
+        log: Arc<Log>,
+        store: Arc<Store>,
+        wal: Arc<WalFile>,
+        meta: Arc<MetaFile>,
+        stats: Arc<Stats>,
+        pool_id: u32,
+        period: Duration,
+        header: WalHeader,
+    ) -> Checkpointer {
+        Checkpointer {
+            log,
+            store,
+            wal,
+            meta,
+            stats,
+            pool_id,
+            period,
+            header: Mutex::new(header),
+            request: Mutex::new(Request::default()),
+            asked: Condvar::new(),
+        }
+    }
+
+    /// Asks the background thread for a checkpoint.
+    pub fn request(&self) {
+        let mut r = lock_handoff(&self.request);
+        r.checkpoint = true;
+        self.asked.notify_all();
+    }
+
+    /// Stops the background thread.
+    pub fn stop(&self) {
+        let mut r = lock_handoff(&self.request);
+        r.stop = true;
+        self.asked.notify_all();
+    }
+
+    /// A checkpoint: copy the dirty pages (under the core lock, so the copy holds
+    /// exactly the transactions before `r`), wait until those are complete, write the
+    /// pages to the meta file and sync it, write the WAL header with checkpoint id
+    /// `r`, and only then give the log space before `r` back. Without `force`, a
+    /// checkpoint with nothing to do writes nothing.
+    pub fn run(&self, force: bool) -> Result<()> {
+        let mut last = lock(&self.header, "the WAL header")?;
+        self.log.check()?;
+        let (r, pages) = {
+            let mut core = self.store.write()?;
+            let r = self.log.head()?;
+            (r, core.take_dirty())
+        };
+        let tail = self.log.tail()?;
+        if !force && pages.is_empty() && r == tail {
+            return Ok(());
+        }
+        self.log.wait_complete(r)?;
+        if !pages.is_empty() {
+            // Say that meta pages are being rewritten: only then may open accept a
+            // meta page that fails its CRC (torn by a crash) and let replay repair it.
+            let mut h = *last;
+            h.ckpt_pending = true;
+            self.put_header(&h)?;
+        }
+        let bytes = match self.meta.write_pages(&pages) {
+            Ok(b) => b,
+            Err(e) => return Err(self.log.poison(format!("meta write failed: {e}"))),
+        };
+        if let Err(e) = self.meta.sync() {
+            return Err(self.log.poison(format!("meta sync failed: {e}")));
+        }
+        self.stats.add(Stat::CheckpointBytes, bytes);
+        let commit = self.log.complete()?;
+        *last = self.write_header(r, commit)?;
+        self.log.reclaim(r)?;
+        self.store.write()?.release_frees(commit);
+        self.stats.add(Stat::Checkpoints, 1);
+        Ok(())
+    }
+
+    /// Writes the WAL header with the current commit id, without a checkpoint: the
+    /// data extents freed before it become reusable.
+    pub fn flush_header(&self) -> Result<()> {
+        let mut last = lock(&self.header, "the WAL header")?;
+        if self.store.is_closed() {
+            return Err(Error::Closed);
+        }
+        self.log.check()?;
+        let (tail, commit) = self.log.tail_and_complete()?;
+        *last = self.write_header(tail, commit)?;
+        self.store.write()?.release_frees(commit);
+        Ok(())
+    }
+
+    /// Writes the header with checkpoint position `ckpt` and commit position
+    /// `commit`; returns it.
+    fn write_header(&self, ckpt: u64, commit: u64) -> Result<WalHeader> {
+        let n = self.log.blocks();
+        let h = WalHeader {
+            pool_id: self.pool_id,
+            generation: self.log.generation(),
+            log_blocks: n as u32,
+            ckpt_id: id_of(ckpt, n),
+            commit_id: id_of(commit, n),
+            ckpt_pending: false,
+        };
+        self.put_header(&h)?;
+        Ok(h)
+    }
+
+    fn put_header(&self, h: &WalHeader) -> Result<()> {
+        self.wal
+            .write_header(h)
+            .map_err(|e| self.log.poison(format!("WAL header write failed: {e}")))
+    }
+
+    /// The background thread: a checkpoint every `checkpoint_ms` or when asked,
+    /// until stopped. A failed checkpoint (a failed write, or a lock poisoned by a
+    /// panic) is recorded as the engine's poisoning and ends the thread.
+    pub fn background(&self) {
+        let mut last = Instant::now();
+        loop {
+            {
+                let mut r = lock_handoff(&self.request);
+                loop {
+                    if r.stop {
+                        return;
+                    }
+                    if r.checkpoint || last.elapsed() >= self.period {
+                        break;
+                    }
+                    let left = self.period.saturating_sub(last.elapsed());
+                    r = wait_timeout_handoff(&self.asked, r, left);
+                }
+                r.checkpoint = false;
+            }
+            last = Instant::now();
+            if let Err(e) = self.run(false) {
+                self.log.record(e);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The engine's options (`wal.*` properties) and the limits it enforces.
+
+use crate::format::BLOCK;
+use kvapi::{Error, Limits, Options, Result};
+use std::path::PathBuf;
+
+pub const ENGINE_NAME: &str = "wal";
+pub const MAX_KEY: usize = 1024;
+pub const MAX_VALUE: usize = 64 << 20;
+
+/// How an acknowledged write reaches the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// pwrite a batch of transactions, then fdatasync (power).
+    Fdatasync,
+    /// WAL and data files opened with O_DSYNC (power).
+    Dsync,
+    /// pwrite only: survives a killed process, not a power loss.
+    NoneProcess,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fdatasync => "fdatasync",
+            Mode::Dsync => "dsync",
+            Mode::NoneProcess => "none-process",
+        }
+    }
+}
+
+/// Resolved options.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub dir: PathBuf,
+    /// WAL file bytes (header block included), used only when the WAL is created.
+    pub log_size: u64,
+    pub mode: Mode,
+    pub checkpoint_pct: u64,
+    pub checkpoint_ms: u64,
+    /// Values of this many bytes or more go to the data file.
+    pub large_value: usize,
+    /// Large values above this many bytes are written (and synced) before the WAL
+    /// record; smaller large values are written in parallel with it.
+    pub data_first: usize,
+    /// Memory budget (0 = none given); see the notes in [`EngineInfo`].
+    pub cache: u64,
+    /// Every option as resolved, for the result file.
+    pub settings: Vec<(String, String)>,
+}
+
+impl Config {
+    pub fn from_options(opts: &Options) -> Result<Config> {
+        let dir = opts.path("dir", "data/wal");
+        let log_size = opts.bytes("log_size", 256 << 20)?;
+        let mode = match opts
+            .choice(
+                "durability",
+                "fdatasync",
+                &["fdatasync", "dsync", "none-process"],
+            )?
+            .as_str()
+        {
+            "dsync" => Mode::Dsync,
+            "none-process" => Mode::NoneProcess,
+            _ => Mode::Fdatasync,
+        };
+        let checkpoint_pct = opts.u64("checkpoint_pct", 50)?;
+        let checkpoint_ms = opts.u64("checkpoint_ms", 5000)?;
+        let large_value = opts.bytes("large_value", 4096)? as usize;
+        let data_first = opts.bytes("data_first", 32 << 10)? as usize;
+        let cache = opts.bytes("cache", 0)?;
+        opts.finish()?;
+        if log_size < 17 * BLOCK as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "wal.log_size must be at least {} bytes (16 log blocks and the header)",
+                17 * BLOCK
+            )));
+        }
+        if log_size / BLOCK as u64 - 1 > u32::MAX as u64 {
+            return Err(Error::InvalidArgument("wal.log_size is too large".into()));
+        }
+        if !(1..=95).contains(&checkpoint_pct) {
+            return Err(Error::InvalidArgument(
+                "wal.checkpoint_pct must be between 1 and 95".into(),
+            ));
+        }
+        Ok(Config {
+            dir,
+            log_size,
+            mode,
+            checkpoint_pct,
+            checkpoint_ms: checkpoint_ms.max(1),
+            large_value,
+            data_first,
+            cache,
+            settings: opts.resolved(),
+        })
+    }
+
+    /// The defaults for `dir`, as if no option were given.
+    #[expect(
+        clippy::expect_used,
+        reason = "the defaults with only `dir` given always parse"
+    )]
+    pub fn with_dir(dir: &std::path::Path) -> Config {
+        let d = dir.to_string_lossy().into_owned();
+        Config::from_options(&Options::new(ENGINE_NAME, &[("dir", &d)])).expect("defaults")
+    }
+}
+
+/// What keys and values the engine accepts.
+pub fn limits() -> Limits {
+    Limits {
+        max_key: MAX_KEY,
+        max_value: MAX_VALUE,
+        empty_key: true,
+    }
+}

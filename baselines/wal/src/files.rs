@@ -1,0 +1,157 @@
+//! The engine's three files over the I/O seam, each with the writes and reads the
+//! engine makes of it (counted in [`Stats`]): the WAL (header block and the circular
+//! log after it), the meta file (the image, page for page, each sealed with its
+//! CRC) and the data file (large values in extents of whole blocks).
+
+use crate::extent::Extent;
+use crate::format::{BLOCK, WalHeader};
+use crate::image::seal;
+use crate::io::Storage;
+use crate::stats::{Stat, Stats};
+use kvapi::{Error, Result};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The WAL file: block 0 the header, blocks 1..=n the circular log.
+pub struct WalFile {
+    file: Arc<dyn Storage>,
+    /// Blocks in the circular log.
+    n: u64,
+    /// fdatasync after each batch (in O_DSYNC mode every write is durable already).
+    sync: bool,
+    stats: Arc<Stats>,
+}
+
+impl WalFile {
+    pub fn new(file: Arc<dyn Storage>, n: u64, sync: bool, stats: Arc<Stats>) -> WalFile {
+        WalFile {
+            file,
+            n,
+            sync,
+            stats,
+        }
+    }
+
+    /// Writes whole blocks starting at linear log position `start`: one write, two
+    /// when they wrap past the end of the log; then one sync (group commit).
+    pub fn write_blocks(&self, start: u64, bytes: &[u8]) -> io::Result<()> {
+        let n = self.n;
+        let blocks = (bytes.len() / BLOCK) as u64;
+        let phys = start % n;
+        let first = blocks.min(n - phys) as usize * BLOCK;
+        self.file
+            .write_at(&bytes[..first], (1 + phys) * BLOCK as u64)?;
+        self.stats.add(Stat::Writes, 1);
+        if first < bytes.len() {
+            self.file.write_at(&bytes[first..], BLOCK as u64)?;
+            self.stats.add(Stat::Writes, 1);
+        }
+        if self.sync {
+            self.file.sync()?;
+        }
+        self.stats.add(Stat::WalBytes, bytes.len() as u64);
+        self.stats.add(Stat::GroupCommits, 1);
+        Ok(())
+    }
+
+    /// Writes the header block and syncs it.
+    pub fn write_header(&self, h: &WalHeader) -> io::Result<()> {
+        self.file
+            .write_at(&h.encode(), 0)
+            .and_then(|()| self.file.sync())?;
+        self.stats.add(Stat::HeaderBytes, BLOCK as u64);
+        self.stats.add(Stat::Writes, 1);
+        Ok(())
+    }
+}
+
+/// Runs of consecutive pages are written with one write of up to this many pages.
+const MAX_RUN: usize = 256;
+
+/// The meta file: image page p at byte p * 4096.
+pub struct MetaFile {
+    file: Arc<dyn Storage>,
+    stats: Arc<Stats>,
+}
+
+impl MetaFile {
+    pub fn new(file: Arc<dyn Storage>, stats: Arc<Stats>) -> MetaFile {
+        MetaFile { file, stats }
+    }
+
+    /// Writes page copies (in page order), each sealed with its CRC, coalescing runs
+    /// of consecutive pages up to 1 MiB per write; returns the bytes written.
+    pub fn write_pages(&self, pages: &[(u32, Box<[u8]>)]) -> io::Result<u64> {
+        let mut i = 0;
+        let mut bytes = 0u64;
+        while i < pages.len() {
+            let mut j = i + 1;
+            while j < pages.len() && pages[j].0 == pages[j - 1].0 + 1 && j - i < MAX_RUN {
+                j += 1;
+            }
+            let mut buf = Vec::with_capacity((j - i) * BLOCK);
+            for (n, p) in &pages[i..j] {
+                let at = buf.len();
+                buf.extend_from_slice(p);
+                seal(&mut buf[at..], *n as usize);
+            }
+            self.file.write_at(&buf, pages[i].0 as u64 * BLOCK as u64)?;
+            self.stats.add(Stat::Writes, 1);
+            bytes += buf.len() as u64;
+            i = j;
+        }
+        Ok(bytes)
+    }
+
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync()
+    }
+}
+
+/// The data file: large values in extents of whole 4 KiB blocks.
+pub struct DataFile {
+    file: Arc<dyn Storage>,
+    /// fdatasync after each value (in O_DSYNC mode every write is durable already).
+    sync: bool,
+    path: PathBuf,
+    stats: Arc<Stats>,
+}
+
+impl DataFile {
+    pub fn new(file: Arc<dyn Storage>, sync: bool, path: PathBuf, stats: Arc<Stats>) -> DataFile {
+        DataFile {
+            file,
+            sync,
+            path,
+            stats,
+        }
+    }
+
+    /// Where it lies, for errors.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes (and syncs) the value of extent `x`.
+    pub fn write(&self, x: &Extent, v: &[u8]) -> io::Result<()> {
+        self.file.write_at(v, x.start as u64 * BLOCK as u64)?;
+        if self.sync {
+            self.file.sync()?;
+        }
+        self.stats.add(Stat::DataBytes, v.len() as u64);
+        self.stats.add(Stat::Writes, 1);
+        Ok(())
+    }
+
+    /// Reads the value of extent `x`; `None` if it fails the record's CRC.
+    pub fn read(&self, x: &Extent) -> Result<Option<Vec<u8>>> {
+        let mut v = vec![0u8; x.len as usize];
+        self.file
+            .read_at(&mut v, x.start as u64 * BLOCK as u64)
+            .map_err(|e| Error::io("reading the data file", e))?;
+        self.stats.add(Stat::BytesRead, v.len() as u64);
+        self.stats.add(Stat::Reads, 1);
+        Ok((crc32fast::hash(&v) == x.crc).then_some(v))
+    }
+}

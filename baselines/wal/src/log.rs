@@ -1,0 +1,465 @@
+//! The log's state: admission of writers (FIFO tickets, log space promised), the
+//! reservation of transaction ids, the queue of encoded transactions for the
+//! committer, what is written and complete, the completions of asynchronous writes,
+//! and the engine's poisoning (the first failed write or sync).
+//!
+//! Positions are linear block counts (`abs`); see [`crate::format::id_of`]. Every
+//! method takes the log lock itself; a poisoned lock is [`Error::Poisoned`].
+
+use crate::format::id_of;
+use crate::stats::{Stat, Stats};
+use crate::sync::wait_timeout;
+use crate::txn::{Entry, blocks_for, encode};
+use kvapi::sync::{lock, wait};
+use kvapi::{Completion, Error, Reply, Result};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+const LOG: &str = "the log state";
+
+/// Completions of asynchronous writes, by transaction end.
+pub type Acks = BTreeMap<u64, Vec<Completion>>;
+
+struct LogState {
+    /// The next transaction starts here.
+    head: u64,
+    /// Replay start recorded in the WAL header (log space before it is free).
+    tail: u64,
+    /// Every block before this is written (and synced, per the durability mode).
+    written: u64,
+    /// Transactions whose large-value data write is still in flight, by start.
+    data_pending: BTreeSet<u64>,
+    /// Encoded transactions waiting for the committer, in id order.
+    queue: VecDeque<(u64, Vec<u8>)>,
+    /// Log blocks promised to admitted writers that have not reserved yet.
+    reserved: u64,
+    /// FIFO admission: tickets handed out and the one being served.
+    next_ticket: u64,
+    serving: u64,
+    acks: Acks,
+    stop: bool,
+    /// Set by the first failed write or sync: the engine is poisoned.
+    error: Option<String>,
+}
+
+impl LogState {
+    /// Every transaction before this is complete: WAL blocks and data durable. They
+    /// complete (and are acknowledged) strictly in id order.
+    fn complete(&self) -> u64 {
+        match self.data_pending.first() {
+            Some(&p) => p.min(self.written),
+            None => self.written,
+        }
+    }
+
+    /// Log blocks neither used nor promised.
+    fn free(&self, n: u64) -> u64 {
+        n - (self.head - self.tail) - self.reserved
+    }
+
+    fn used(&self) -> u64 {
+        self.head - self.tail
+    }
+}
+
+/// A transaction reserved in the log.
+pub struct Reserved {
+    pub start: u64,
+    pub end: u64,
+    /// Log use passed the checkpoint threshold.
+    pub over: bool,
+}
+
+pub struct Log {
+    state: Mutex<LogState>,
+    /// Wakes the committer.
+    work: Condvar,
+    /// Progress: transactions complete, log space freed, or an error.
+    done: Condvar,
+    /// Admission: a ticket served, log space reclaimed or given back, an error.
+    space: Condvar,
+    /// Blocks in the circular log.
+    n: u64,
+    /// Generation written into every transaction of this open.
+    generation: u32,
+    /// Log use (percent) above which a checkpoint is asked for.
+    checkpoint_pct: u64,
+    stats: Arc<Stats>,
+}
+
+impl Log {
+    /// A log of `n` blocks whose next transaction starts at `head` and whose replay
+    /// start (checkpoint) is `tail`; everything before `head` is written.
+    pub fn new(
+        n: u64,
+        generation: u32,
+        head: u64,
+        tail: u64,
+        checkpoint_pct: u64,
+        stats: Arc<Stats>,
+    ) -> Log {
+        Log {
+            state: Mutex::new(LogState {
+                head,
+                tail,
+                written: head,
+                data_pending: BTreeSet::new(),
+                queue: VecDeque::new(),
+                reserved: 0,
+                next_ticket: 0,
+                serving: 0,
+                acks: BTreeMap::new(),
+                stop: false,
+                error: None,
+            }),
+            work: Condvar::new(),
+            done: Condvar::new(),
+            space: Condvar::new(),
+            n,
+            generation,
+            checkpoint_pct,
+            stats,
+        }
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, LogState>> {
+        lock(&self.state, LOG)
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.n
+    }
+
+    pub fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    // ---- state, errors and stopping ----
+
+    /// Log blocks in use (between the checkpoint and the head).
+    pub fn used(&self) -> Result<u64> {
+        Ok(self.lock()?.used())
+    }
+
+    pub fn head(&self) -> Result<u64> {
+        Ok(self.lock()?.head)
+    }
+
+    pub fn tail(&self) -> Result<u64> {
+        Ok(self.lock()?.tail)
+    }
+
+    /// The checkpoint's position and the end of the complete transactions, read at
+    /// one instant.
+    pub fn tail_and_complete(&self) -> Result<(u64, u64)> {
+        let log = self.lock()?;
+        Ok((log.tail, log.complete()))
+    }
+
+    pub fn complete(&self) -> Result<u64> {
+        Ok(self.lock()?.complete())
+    }
+
+    /// `Poisoned` once a write or sync failed.
+    pub fn check(&self) -> Result<()> {
+        match &self.lock()?.error {
+            Some(e) => Err(Error::Poisoned(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Poisons the engine (the first message stays) and wakes every waiter.
+    pub fn poison(&self, msg: String) -> Error {
+        let mut log = match self.lock() {
+            Ok(g) => g,
+            Err(e) => return e,
+        };
+        if log.error.is_none() {
+            log.error = Some(msg.clone());
+        }
+        self.done.notify_all();
+        self.space.notify_all();
+        self.work.notify_all();
+        Error::Poisoned(msg)
+    }
+
+    /// Records `e`, a failure a background thread or writer met (a lock poisoned by
+    /// a panic), as the engine's poisoning, so that every caller gets
+    /// [`Error::Poisoned`] and no waiter is left behind; returns it.
+    pub fn record(&self, e: Error) -> Error {
+        match e {
+            Error::Poisoned(m) => self.poison(m),
+            e => {
+                self.poison(e.to_string());
+                e
+            }
+        }
+    }
+
+    /// Stops the committer and the completer and fails waiting admissions with
+    /// `Closed`.
+    pub fn stop(&self) {
+        if let Ok(mut log) = self.lock() {
+            log.stop = true;
+        }
+        self.work.notify_all();
+        self.done.notify_all();
+        self.space.notify_all();
+    }
+
+    // ---- writers ----
+
+    /// Waits, in FIFO order, until `need` log blocks can be promised to this writer;
+    /// while it is served and the log has no room, `ask_checkpoint` is called.
+    pub fn admit(&self, need: u64, mut ask_checkpoint: impl FnMut()) -> Result<()> {
+        let mut log = self.lock()?;
+        let ticket = log.next_ticket;
+        log.next_ticket += 1;
+        let mut waited = false;
+        loop {
+            if let Some(e) = &log.error {
+                let e = e.clone();
+                if log.serving == ticket {
+                    log.serving += 1;
+                }
+                self.space.notify_all();
+                return Err(Error::Poisoned(e));
+            }
+            if log.stop {
+                return Err(Error::Closed);
+            }
+            if log.serving == ticket && log.free(self.n) >= need {
+                log.serving += 1;
+                log.reserved += need;
+                if log.next_ticket > log.serving {
+                    self.space.notify_all();
+                }
+                return Ok(());
+            }
+            if log.serving == ticket {
+                drop(log);
+                ask_checkpoint();
+                log = self.lock()?;
+                if log.free(self.n) >= need {
+                    continue;
+                }
+            }
+            if !waited {
+                waited = true;
+                self.stats.add(Stat::AdmissionWaits, 1);
+            }
+            log = wait_timeout(&self.space, log, Duration::from_millis(50), LOG)?;
+        }
+    }
+
+    /// Gives back a promise of `need` blocks that was not used.
+    pub fn unadmit(&self, need: u64) -> Result<()> {
+        let mut log = self.lock()?;
+        log.reserved -= need;
+        self.space.notify_all();
+        Ok(())
+    }
+
+    /// Reserves the next id for a transaction of `entries` and `payload` admitted
+    /// with `admitted` blocks, encodes it and queues it for the committer. The
+    /// caller holds the core lock, so ids follow the order in which changes were
+    /// applied to the image. With `data_pending`, it does not complete before
+    /// [`Log::data_written`].
+    pub fn reserve(
+        &self,
+        entries: &[Entry],
+        payload: &[u8],
+        admitted: u64,
+        data_pending: bool,
+    ) -> Result<Reserved> {
+        let blocks = blocks_for(entries.len(), payload.len()) as u64;
+        assert!(blocks <= admitted, "transaction larger than its admission");
+        let mut log = self.lock()?;
+        let start = log.head;
+        let bytes = encode(self.generation, id_of(start, self.n), entries, payload);
+        log.head += blocks;
+        log.reserved -= admitted;
+        if data_pending {
+            log.data_pending.insert(start);
+        }
+        log.queue.push_back((start, bytes));
+        if start % self.n + blocks > self.n {
+            self.stats.add(Stat::SplitTxns, 1);
+        }
+        let over = log.used() * 100 > self.n * self.checkpoint_pct;
+        drop(log);
+        self.work.notify_one();
+        Ok(Reserved {
+            start,
+            end: start + blocks,
+            over,
+        })
+    }
+
+    /// The large-value data write of the transaction at `start` is durable.
+    pub fn data_written(&self, start: u64) -> Result<()> {
+        let mut log = self.lock()?;
+        log.data_pending.remove(&start);
+        self.done.notify_all();
+        Ok(())
+    }
+
+    /// Waits until every transaction before `end` is complete.
+    pub fn wait_complete(&self, end: u64) -> Result<()> {
+        let mut log = self.lock()?;
+        loop {
+            if let Some(e) = &log.error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            if log.complete() >= end {
+                return Ok(());
+            }
+            log = wait(&self.done, log, LOG)?;
+        }
+    }
+
+    /// Runs `done` once every transaction before `end` is complete: now if they are
+    /// (or the engine is poisoned), else from the completer.
+    pub fn when_complete(&self, end: u64, done: Completion) {
+        let mut log = match self.lock() {
+            Ok(g) => g,
+            Err(e) => return done(Err(e)),
+        };
+        if let Some(e) = &log.error {
+            let e = e.clone();
+            drop(log);
+            return done(Err(Error::Poisoned(e)));
+        }
+        if log.complete() >= end {
+            drop(log);
+            return done(Ok(Reply::Done));
+        }
+        log.acks.entry(end).or_default().push(done);
+    }
+
+    // ---- the committer ----
+
+    /// Waits for queued transactions and takes them all (they are contiguous):
+    /// their start and their blocks. `None`: stop (stopped with nothing queued, or
+    /// poisoned).
+    pub fn next_batch(&self) -> Result<Option<(u64, Vec<u8>)>> {
+        let mut log = self.lock()?;
+        while log.queue.is_empty() && !log.stop {
+            log = wait(&self.work, log, LOG)?;
+        }
+        if log.error.is_some() {
+            return Ok(None);
+        }
+        let Some(&(start, _)) = log.queue.front() else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        while let Some((_, b)) = log.queue.pop_front() {
+            if bytes.is_empty() {
+                bytes = b;
+            } else {
+                bytes.extend_from_slice(&b);
+            }
+        }
+        Ok(Some((start, bytes)))
+    }
+
+    /// Every block before `end` is written.
+    pub fn written(&self, end: u64) -> Result<()> {
+        let mut log = self.lock()?;
+        log.written = end;
+        self.done.notify_all();
+        Ok(())
+    }
+
+    /// The committer's write or sync failed: the engine is poisoned.
+    pub fn write_failed(&self, msg: String) {
+        if let Ok(mut log) = self.lock() {
+            log.error = Some(msg);
+        }
+        self.done.notify_all();
+    }
+
+    // ---- the completer ----
+
+    /// Waits for completions to run: those whose transactions are complete (with
+    /// no error), or every one left once the engine is poisoned (with the error) or
+    /// stopped with nothing more to complete (`Closed`). `None`: nothing is left
+    /// and the log is stopped.
+    pub fn next_acks(&self) -> Result<Option<(Acks, Option<Error>)>> {
+        let mut log = self.lock()?;
+        loop {
+            if let Some(e) = &log.error {
+                if !log.acks.is_empty() {
+                    let e = e.clone();
+                    return Ok(Some((
+                        std::mem::take(&mut log.acks),
+                        Some(Error::Poisoned(e)),
+                    )));
+                }
+                if log.stop {
+                    return Ok(None);
+                }
+            }
+            let c = log.complete();
+            let later = log.acks.split_off(&(c + 1));
+            let ready = std::mem::replace(&mut log.acks, later);
+            if !ready.is_empty() {
+                return Ok(Some((ready, None)));
+            }
+            if log.stop && log.queue.is_empty() && log.written == log.head {
+                // Nothing more will complete: whatever is left fails.
+                let left = std::mem::take(&mut log.acks);
+                if left.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some((left, Some(Error::Closed))));
+            }
+            log = wait_timeout(&self.done, log, Duration::from_millis(100), LOG)?;
+        }
+    }
+
+    // ---- the checkpoint ----
+
+    /// A checkpoint at `r` is recorded in the header: the log space before it is
+    /// free.
+    pub fn reclaim(&self, r: u64) -> Result<()> {
+        let mut log = self.lock()?;
+        log.tail = log.tail.max(r);
+        self.space.notify_all();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_log_lock_is_an_error_for_every_role() {
+        let log = Log::new(64, 1, 64, 64, 50, Arc::new(Stats::default()));
+        std::thread::scope(|s| {
+            let r = s
+                .spawn(|| {
+                    let _g = log.state.lock().unwrap();
+                    panic!("a panic while holding the log lock");
+                })
+                .join();
+            assert!(r.is_err());
+        });
+        let poisoned =
+            |r: Result<()>| matches!(r, Err(Error::Poisoned(m)) if m.contains("log state"));
+        assert!(poisoned(log.check()));
+        assert!(poisoned(log.admit(1, || {})));
+        assert!(poisoned(log.wait_complete(65)));
+        assert!(poisoned(log.next_batch().map(|_| ())));
+        assert!(poisoned(log.next_acks().map(|_| ())));
+        assert!(matches!(log.poison("x".into()), Error::Poisoned(m) if m.contains("log state")));
+        let (tx, rx) = std::sync::mpsc::channel();
+        log.when_complete(65, Box::new(move |r| tx.send(r).unwrap()));
+        assert!(matches!(rx.recv().unwrap(), Err(Error::Poisoned(_))));
+        log.stop();
+        log.write_failed("y".into());
+    }
+}

@@ -1,0 +1,110 @@
+//! The engine's counters: bytes and operations per file, transactions, group
+//! commits, checkpoints, admission waits and the open timings. Each part of the
+//! engine adds to the counters of what it does; [`Stats::counters`] reports them.
+
+use kvapi::Counters;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// One counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    /// WAL blocks written by the committer.
+    WalBytes,
+    /// Meta pages written by checkpoints.
+    CheckpointBytes,
+    /// WAL header blocks written.
+    HeaderBytes,
+    /// Large values written to the data file.
+    DataBytes,
+    /// Key + value bytes of puts.
+    UserBytes,
+    /// Every byte read: meta load, replay, data reads.
+    BytesRead,
+    /// Data reads.
+    Reads,
+    /// pwrite calls on any file.
+    Writes,
+    GroupCommits,
+    Txns,
+    Checkpoints,
+    AdmissionWaits,
+    /// Transactions that run past the end of the log and continue at its start.
+    SplitTxns,
+    /// Whole open: meta load, log replay, rebuild, open checkpoint.
+    ReplayUs,
+    OpenMetaLoadUs,
+    OpenLogReplayUs,
+    OpenRebuildUs,
+    OpenCheckpointUs,
+    ReplayedTxns,
+}
+
+const COUNT: usize = Stat::ReplayedTxns as usize + 1;
+
+/// The engine-specific counters, by name, in the order the result files list them.
+const EXTRA: [(&str, Stat); 16] = [
+    ("wal_bytes", Stat::WalBytes),
+    ("checkpoint_bytes", Stat::CheckpointBytes),
+    ("header_bytes", Stat::HeaderBytes),
+    ("data_bytes", Stat::DataBytes),
+    ("user_bytes", Stat::UserBytes),
+    ("txns", Stat::Txns),
+    ("group_commits", Stat::GroupCommits),
+    ("checkpoints", Stat::Checkpoints),
+    ("admission_waits", Stat::AdmissionWaits),
+    ("split_txns", Stat::SplitTxns),
+    ("replay_us", Stat::ReplayUs),
+    ("open_meta_load_us", Stat::OpenMetaLoadUs),
+    ("open_log_replay_us", Stat::OpenLogReplayUs),
+    ("open_rebuild_us", Stat::OpenRebuildUs),
+    ("open_checkpoint_us", Stat::OpenCheckpointUs),
+    ("replayed_txns", Stat::ReplayedTxns),
+];
+
+#[derive(Default)]
+pub struct Stats {
+    v: [AtomicU64; COUNT],
+}
+
+impl Stats {
+    pub fn add(&self, s: Stat, n: u64) {
+        self.v[s as usize].fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn set(&self, s: Stat, n: u64) {
+        self.v[s as usize].store(n, Ordering::Relaxed);
+    }
+
+    /// Sets `s` to the microseconds since `t0`.
+    pub fn set_us_since(&self, s: Stat, t0: Instant) {
+        self.set(s, t0.elapsed().as_micros() as u64);
+    }
+
+    fn get(&self, s: Stat) -> u64 {
+        self.v[s as usize].load(Ordering::Relaxed)
+    }
+
+    /// The counters, with the image's `items` and `index_bytes` (none when the image
+    /// could not be read).
+    pub fn counters(&self, items: Option<u64>, index_bytes: Option<u64>) -> Counters {
+        let written = self.get(Stat::WalBytes)
+            + self.get(Stat::CheckpointBytes)
+            + self.get(Stat::HeaderBytes)
+            + self.get(Stat::DataBytes);
+        Counters {
+            device_bytes_read: Some(self.get(Stat::BytesRead)),
+            device_bytes_written: Some(written),
+            device_reads: Some(self.get(Stat::Reads)),
+            device_writes: Some(self.get(Stat::Writes)),
+            cache_hits: None,
+            cache_misses: None,
+            items,
+            index_bytes,
+            extra: EXTRA
+                .iter()
+                .map(|&(name, s)| (name.to_string(), self.get(s)))
+                .collect(),
+        }
+    }
+}

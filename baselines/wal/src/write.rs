@@ -1,0 +1,239 @@
+//! The write path (DESIGN.md, "Write path, step by step"): check, admission (the
+//! back-pressure), apply the change to the image under the core write lock while
+//! recording its redo entries, reserve the transaction's id and queue it for the
+//! committer, write a large value's data (before the record above `data_first`, in
+//! parallel with it below), then wait until the transaction is complete.
+
+use crate::checkpoint::Checkpointer;
+use crate::config::limits;
+use crate::extent::Extent;
+use crate::files::DataFile;
+use crate::format::BLOCK;
+use crate::image::{MAX_RECORD, REC_INLINE_HDR, Stored, record_len};
+use crate::log::Log;
+use crate::stats::{Stat, Stats};
+use crate::store::{Core, Store};
+use crate::txn::{TxBuild, blocks_for};
+use kvapi::{Error, Result};
+use std::sync::Arc;
+
+/// A change to one key.
+pub enum Op<'a> {
+    Put(&'a [u8]),
+    Delete,
+}
+
+impl<'a> Op<'a> {
+    fn value(&self) -> &'a [u8] {
+        match self {
+            Op::Put(v) => v,
+            Op::Delete => &[],
+        }
+    }
+}
+
+/// A transaction applied and reserved.
+pub struct Begun {
+    pub start: u64,
+    pub end: u64,
+    /// A large value whose data the caller writes in parallel with the WAL record
+    /// (then clears the transaction's `data_pending`).
+    pub parallel: Option<Extent>,
+}
+
+/// What the writers share.
+#[derive(Clone)]
+pub struct Writer {
+    store: Arc<Store>,
+    log: Arc<Log>,
+    data: Arc<DataFile>,
+    checkpointer: Arc<Checkpointer>,
+    stats: Arc<Stats>,
+    /// Values of this many bytes or more go to the data file.
+    large_value: usize,
+    /// Large values above this many bytes are written before the WAL record.
+    data_first: usize,
+}
+
+/// Log blocks to admit a transaction writing a record of `rec` bytes for: at most
+/// three pages change (superblock, old page, new page), in at most 12 entries.
+fn need(rec: usize) -> u64 {
+    blocks_for(12, rec + 64) as u64
+}
+
+impl Writer {
+    pub fn new(
+        store: Arc<Store>,
+        log: Arc<Log>,
+        data: Arc<DataFile>,
+        checkpointer: Arc<Checkpointer>,
+        stats: Arc<Stats>,
+        large_value: usize,
+        data_first: usize,
+    ) -> Writer {
+        Writer {
+            store,
+            log,
+            data,
+            checkpointer,
+            stats,
+            large_value,
+            data_first,
+        }
+    }
+
+    /// The blocking write: begin it, write a large value's data while the committer
+    /// writes the WAL record, wait until it is complete.
+    pub fn write(&self, key: &[u8], op: Op) -> Result<()> {
+        let Some(b) = self.begin(key, &op, false)? else {
+            return Ok(());
+        };
+        if let Some(x) = b.parallel {
+            // The data write runs while the committer writes the WAL record.
+            let r = self.data.write(&x, op.value());
+            let ended = self.store.end_inflight(x.start);
+            if let Err(e) = r {
+                return Err(self.log.poison(format!("data write failed: {e}")));
+            }
+            ended.map_err(|e| self.log.record(e))?;
+            self.log.data_written(b.start)?;
+        }
+        self.log.wait_complete(b.end)
+    }
+
+    /// Checks, admits, applies and reserves a write. `None`: nothing to log (the
+    /// delete of a missing key). With `force_data_first`, every large value is
+    /// written before the record.
+    pub fn begin(&self, key: &[u8], op: &Op, force_data_first: bool) -> Result<Option<Begun>> {
+        if self.store.is_closed() {
+            return Err(Error::Closed);
+        }
+        self.log.check()?;
+        let limits = limits();
+        match *op {
+            Op::Put(v) => limits.check_put(key, v)?,
+            Op::Delete => limits.check_key(key)?,
+        }
+        let b = match *op {
+            Op::Delete => {
+                let need = need(0);
+                self.admit(need)?;
+                let mut core = self.core()?;
+                let mut tb = TxBuild::default();
+                let (existed, ext) = core.heap_mut().delete(&mut tb, key);
+                if !existed {
+                    drop(core);
+                    self.log.unadmit(need)?;
+                    return Ok(None);
+                }
+                self.reserve(&mut core, &tb, need, false, ext)?
+            }
+            Op::Put(v) => {
+                self.stats
+                    .add(Stat::UserBytes, (key.len() + v.len()) as u64);
+                let inline = v.len() < self.large_value
+                    && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD;
+                if inline {
+                    let need = need(record_len(key.len(), &Stored::Inline(v)));
+                    self.admit(need)?;
+                    let mut core = self.core()?;
+                    let mut tb = TxBuild::default();
+                    let old = core.heap_mut().put(&mut tb, key, &Stored::Inline(v));
+                    self.reserve(&mut core, &tb, need, false, old)?
+                } else {
+                    self.begin_large(key, v, force_data_first)?
+                }
+            }
+        };
+        Ok(Some(b))
+    }
+
+    /// A value that goes to the data file: written first (and synced) above
+    /// `data_first`, else published in the in-flight map and written by the caller
+    /// in parallel with the WAL record.
+    fn begin_large(&self, key: &[u8], v: &[u8], force_data_first: bool) -> Result<Begun> {
+        let blocks = v.len().div_ceil(BLOCK).max(1) as u32;
+        let crc = crc32fast::hash(v);
+        let need = need(record_len(key.len(), &Stored::Inline(&[])) + 24);
+        let data_first = force_data_first || v.len() > self.data_first;
+        let pre = if data_first {
+            // Data first: write and sync it, then log the record.
+            let start = self.core()?.heap_mut().alloc_extent(blocks);
+            let x = Extent {
+                start,
+                blocks,
+                len: v.len() as u32,
+                crc,
+            };
+            if let Err(e) = self.data.write(&x, v) {
+                return Err(self.log.poison(format!("data write failed: {e}")));
+            }
+            Some(x)
+        } else {
+            None
+        };
+        if let Err(e) = self.admit(need) {
+            if let Some(x) = pre {
+                self.core()?.heap_mut().free_extent(&x);
+            }
+            return Err(e);
+        }
+        let mut core = self.core()?;
+        let x = match pre {
+            Some(x) => x,
+            None => {
+                let x = Extent {
+                    start: core.heap_mut().alloc_extent(blocks),
+                    blocks,
+                    len: v.len() as u32,
+                    crc,
+                };
+                self.store
+                    .start_inflight(x.start, v)
+                    .map_err(|e| self.log.record(e))?;
+                x
+            }
+        };
+        let mut tb = TxBuild::default();
+        core.heap_mut().csum(&mut tb, &x);
+        let old = core.heap_mut().put(&mut tb, key, &Stored::Extent(x));
+        let mut b = self.reserve(&mut core, &tb, need, !data_first, old)?;
+        b.parallel = (!data_first).then_some(x);
+        Ok(b)
+    }
+
+    /// The core write lock; a poisoned one poisons the engine.
+    fn core(&self) -> Result<std::sync::RwLockWriteGuard<'_, Core>> {
+        self.store.write().map_err(|e| self.log.record(e))
+    }
+
+    /// Admission; while this writer waits for log space, a checkpoint is asked for.
+    fn admit(&self, need: u64) -> Result<()> {
+        self.log.admit(need, || self.checkpointer.request())
+    }
+
+    /// Reserves the built transaction in the log (with the core lock held), marks
+    /// its pages dirty and files the extent it freed.
+    fn reserve(
+        &self,
+        core: &mut Core,
+        tb: &TxBuild,
+        admitted: u64,
+        data_pending: bool,
+        freed: Option<Extent>,
+    ) -> Result<Begun> {
+        let r = self
+            .log
+            .reserve(&tb.entries, &tb.payload, admitted, data_pending)?;
+        core.logged(tb, r.end, freed);
+        self.stats.add(Stat::Txns, 1);
+        if r.over {
+            self.checkpointer.request();
+        }
+        Ok(Begun {
+            start: r.start,
+            end: r.end,
+            parallel: None,
+        })
+    }
+}
