@@ -4,8 +4,7 @@
 
 use crate::charts::render::Rendered;
 use crate::charts::results::render_all;
-use crate::dataset::Dataset;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Group};
 use crate::error::{Error, IoOp, Result};
 use crate::model::{self, Measure, OpSummary, RunFile};
 use crate::text::{human_bytes, machine_line, num, shell_quote, workload_line};

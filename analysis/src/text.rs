@@ -135,6 +135,8 @@ pub fn engine_line(label: &str, r: &RunFile) -> String {
     )
 }
 
+/// A number for a table: thousands separators from 100 up, two decimals from 1,
+/// three significant digits below.
 pub(crate) fn num(x: f64) -> String {
     if x >= 100.0 {
         // thousands separators, no decimals
@@ -156,6 +158,7 @@ pub(crate) fn num(x: f64) -> String {
     }
 }
 
+/// A command-line argument as a shell would need it (quoted where not plain).
 pub(crate) fn shell_quote(a: &str) -> String {
     if !a.is_empty()
         && a.chars()

@@ -1,5 +1,6 @@
 //! Axis numbers and log-scale bounds.
 
+/// A log axis from `lo` to `hi`, widened to whole decades.
 pub(crate) fn y_log_bounds(lo: f64, hi: f64) -> (f64, f64) {
     let lo = lo.max(1e-3);
     let hi = hi.max(lo * 10.0);
@@ -9,7 +10,7 @@ pub(crate) fn y_log_bounds(lo: f64, hi: f64) -> (f64, f64) {
     )
 }
 
-pub(crate) fn trimmed(x: f64, decimals: usize) -> String {
+fn trimmed(x: f64, decimals: usize) -> String {
     let s = format!("{x:.decimals$}");
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()

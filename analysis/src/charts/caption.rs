@@ -1,8 +1,7 @@
 //! Caption lines of the result-directory charts: the machine(s), the workload(s),
 //! each engine's fairness settings.
 
-use crate::dataset::Dataset;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Group};
 use crate::text::{engine_line, machine_line, workload_line};
 
 /// Caption lines: the machine(s), the workload(s), each engine's fairness settings.

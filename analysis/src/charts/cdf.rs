@@ -6,9 +6,7 @@ use super::frame::{frame, no_data};
 use super::latency::run_ops;
 use super::render::{Chart, de};
 use super::style::{GREY, TEXT_GREY, bold, engine_colour, font};
-use crate::dataset::Dataset;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Entry, Group};
 use crate::error::Result;
 use crate::hist;
 use crate::text::human_count;
@@ -17,6 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// Chart 5 of a group (and the paper's Table 5 CDFs).
 pub(crate) struct Cdf<'a> {
     pub(crate) ds: &'a Dataset,
     pub(crate) group: &'a Group,

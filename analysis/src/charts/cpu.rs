@@ -7,14 +7,13 @@ use super::frame::frame;
 use super::legend::{Swatch, fills, legend_box, legend_row};
 use super::render::{Chart, de};
 use super::style::{GREY, LOAD_COLOUR, RUN_COLOUR, bold, engine_colour, font};
-use crate::dataset::Dataset;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Entry, Group};
 use crate::error::Result;
 use crate::model::Phase;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// Chart 4 of a group.
 pub(crate) struct Cpu<'a> {
     pub(crate) ds: &'a Dataset,
     pub(crate) group: &'a Group,

@@ -11,6 +11,7 @@ use crate::error::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// One panel of a figure.
 pub(crate) enum Panel {
     Bars(Bars),
     Lines(Lines),

@@ -80,6 +80,7 @@ pub(crate) fn frame<DB: DrawingBackend>(
     Ok(body)
 }
 
+/// `what`, centred in the area, where a chart has no data.
 pub(crate) fn no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, what: &str) -> Result<()> {
     let (w, h) = area.dim_in_pixel();
     area.draw(&Text::new(

@@ -7,8 +7,7 @@ use super::frame::{frame, no_data};
 use super::legend::{fills, legend_row};
 use super::render::Chart;
 use super::style::{H, PCT_COLOURS, W};
-use crate::dataset::Dataset;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Group};
 use crate::error::Result;
 use crate::model::{Measure, OpSummary, RunFile};
 use plotters::coord::Shift;
@@ -44,6 +43,7 @@ fn op_order(name: &str) -> (bool, usize, String) {
     (name.starts_with("Intended-"), i, name.to_string())
 }
 
+/// Chart 2 of a group.
 pub(crate) struct Latency<'a> {
     pub(crate) ds: &'a Dataset,
     pub(crate) group: &'a Group,

@@ -92,6 +92,7 @@ pub(crate) fn draw_swatch<DB: DrawingBackend>(
     .map_err(de)
 }
 
+/// Legend entries of filled swatches, one per series.
 pub(crate) fn fills(series: &[(String, RGBColor)]) -> Vec<(String, Swatch)> {
     series
         .iter()

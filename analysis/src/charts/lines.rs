@@ -36,7 +36,7 @@ pub(crate) struct Lines {
     pub(crate) legend_left: bool,
 }
 
-pub(crate) fn positive(v: f64, log: bool) -> bool {
+fn positive(v: f64, log: bool) -> bool {
     v.is_finite() && (!log || v > 0.0)
 }
 

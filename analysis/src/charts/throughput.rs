@@ -7,12 +7,12 @@ use super::frame::frame;
 use super::legend::{Swatch, fills, legend_row};
 use super::render::Chart;
 use super::style::{LOAD_COLOUR, RUN_COLOUR};
-use crate::dataset::Dataset;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Group};
 use crate::error::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// Chart 1 of a dataset.
 pub(crate) struct Throughput<'a> {
     pub(crate) ds: &'a Dataset,
 }

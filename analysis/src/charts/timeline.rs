@@ -7,9 +7,7 @@ use super::frame::frame;
 use super::legend::{Swatch, legend_box};
 use super::render::{Chart, de};
 use super::style::{H, STALL_COLOUR, W, bold, engine_colour, font};
-use crate::dataset::Dataset;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Entry, Group};
 use crate::error::Result;
 use crate::model::Phase;
 use crate::text::human_count;
@@ -17,6 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// Chart 3 of a group (and the paper's Figs. 4 and 7).
 pub(crate) struct Timeline<'a> {
     pub(crate) ds: &'a Dataset,
     pub(crate) group: &'a Group,

@@ -2,9 +2,7 @@
 //! of its files, the notes of those not drawn, and the caption lines they share.
 
 use super::run::PaperRun;
-use crate::charts::render::Chart;
-use crate::charts::render::Rendered;
-use crate::charts::render::render;
+use crate::charts::render::{Chart, Rendered, render};
 use crate::dataset::Group;
 use crate::error::Result;
 use crate::text::{machine_line, shell_quote};

@@ -3,6 +3,7 @@
 
 use crate::text::{human_count, num};
 
+/// A ratio: `2.25x`, `2462x`; `N/A` where there is none.
 pub(crate) fn fx(x: Option<f64>) -> String {
     match x {
         Some(x) if x >= 100.0 => format!("{x:.0}x"),
@@ -12,14 +13,17 @@ pub(crate) fn fx(x: Option<f64>) -> String {
     }
 }
 
+/// A fraction as a whole percentage.
 pub(crate) fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
 
+/// A number formatted by `f`, `N/A` where there is none.
 pub(crate) fn opt(x: Option<f64>, f: impl Fn(f64) -> String) -> String {
     x.map(f).unwrap_or_else(|| "N/A".into())
 }
 
+/// A rate in short form, without the unit.
 pub(crate) fn ops_s(x: f64) -> String {
     human_count(x)
 }

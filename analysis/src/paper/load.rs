@@ -17,10 +17,7 @@
 //! an error naming the file.
 
 use super::run::{DISTS, PRODUCTION, PaperRun, WORKLOADS, stem};
-use crate::dataset::Dataset;
-use crate::dataset::Entry;
-use crate::dataset::Group;
-use crate::dataset::engine_rank;
+use crate::dataset::{Dataset, Entry, Group, engine_rank};
 use crate::error::{Error, IoOp, ParseError, Result};
 use crate::model::{
     DeviceProbe, IoMethods, Manifest, Recovery, parse_kind, parse_probe, parse_run,

@@ -15,6 +15,8 @@ pub(crate) struct Summary {
     pub(crate) verdict: String,
 }
 
+/// The header of both files: the machine, the paper's, the scale, the command and
+/// time of the run, its notes, the engines with their durability class.
 pub(crate) fn header(s: &mut String, run: &PaperRun) {
     match run.machine() {
         Some(m) => {
@@ -58,6 +60,7 @@ pub(crate) fn header(s: &mut String, run: &PaperRun) {
     }
 }
 
+/// The commands that made a section's files, as a shell block.
 pub(crate) fn code_block(s: &mut String, cmds: &[String]) {
     if cmds.is_empty() {
         s.push_str("**Command:** not recorded in the files.\n\n");
@@ -74,10 +77,12 @@ pub(crate) fn code_block(s: &mut String, cmds: &[String]) {
     s.push_str("```\n\n");
 }
 
+/// The charts drawn for a figure.
 pub(crate) fn charts_of<'a>(charts: &'a [PaperChart], figure: &str) -> Vec<&'a PaperChart> {
     charts.iter().filter(|c| c.figure == figure).collect()
 }
 
+/// Each chart as an image linking to its SVG, with its caption.
 pub(crate) fn images(s: &mut String, charts: &[&PaperChart], link: &str) {
     for c in charts {
         let _ = writeln!(

@@ -134,6 +134,7 @@ pub(crate) fn median_data_bytes(r: &Recovery) -> Option<u64> {
     v.get(v.len() / 2).copied()
 }
 
+/// The median (the upper one of an even count).
 pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;

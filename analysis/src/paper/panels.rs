@@ -5,8 +5,7 @@ use super::format::pct;
 use super::metrics::{ceiling, median_data_bytes, tput};
 use super::run::{PaperRun, entry, stem};
 use crate::charts::bars::Bars;
-use crate::charts::legend::Swatch;
-use crate::charts::legend::fills;
+use crate::charts::legend::{Swatch, fills};
 use crate::charts::style::engine_colour;
 use crate::dataset::Group;
 use crate::model::Recovery;
@@ -94,6 +93,8 @@ pub(crate) fn throughput_bars(
     )
 }
 
+/// Bars of the reopen time after SIGKILL, one per engine (only those of `only`,
+/// where given), labelled with the time and the data size.
 pub(crate) fn recovery_bars(run: &PaperRun, only: Option<&[&str]>) -> Option<Bars> {
     let rs: Vec<(String, &Recovery)> = run
         .recovery
@@ -108,7 +109,6 @@ pub(crate) fn recovery_bars(run: &PaperRun, only: Option<&[&str]>) -> Option<Bar
         .iter()
         .map(|(e, _)| (run.engine_label(e), engine_colour(&run.ds, e)))
         .collect();
-    let n = series.len();
     let values = vec![
         rs.iter()
             .map(|(_, r)| Some(r.recovery_s_median))
@@ -125,7 +125,6 @@ pub(crate) fn recovery_bars(run: &PaperRun, only: Option<&[&str]>) -> Option<Bar
             })
             .collect::<Vec<_>>(),
     ];
-    let _ = n;
     Some(Bars {
         title: "reopen time after SIGKILL (median of the cycles; label: time, data size)".into(),
         y_desc: "recovery time (s)".into(),

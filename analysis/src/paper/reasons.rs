@@ -108,6 +108,7 @@ pub(crate) fn machine_facts(run: &PaperRun) -> Vec<String> {
     out
 }
 
+/// "Likely reasons, from the files": the machine's facts, then each entry's.
 pub(crate) fn reasons(s: &mut String, run: &PaperRun, entries: &[&Entry]) {
     s.push_str("Likely reasons, from the files:\n\n");
     for f in machine_facts(run) {

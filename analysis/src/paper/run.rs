@@ -1,18 +1,16 @@
 //! A reproduce-paper directory as loaded: its parts, the run results grouped, and what
 //! the files say about the machine, the scale and each engine.
 
-use crate::dataset::Dataset;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::dataset::{Dataset, Entry, Group};
 use crate::model::{DeviceProbe, IoMethods, Machine, Manifest, Recovery};
 use crate::text::human_bytes;
 use std::path::{Path, PathBuf};
 
 /// Workload letters and distributions of the YCSB section, in display order.
 pub const WORKLOADS: [char; 6] = ['a', 'b', 'c', 'd', 'e', 'f'];
-
 pub const DISTS: [&str; 2] = ["uniform", "zipfian"];
 
+/// The production workloads (Fig. 9).
 pub const PRODUCTION: [&str; 2] = ["production1", "production2"];
 
 /// Everything found in a reproduce-paper directory.
@@ -136,6 +134,7 @@ pub fn entry<'a>(g: &'a Group, engine: &str) -> Option<&'a Entry> {
     g.runs.iter().find(|e| e.label == engine)
 }
 
+/// A file's name without its extension (an engine's name in the paper run).
 pub(crate) fn stem(p: &Path) -> String {
     p.file_stem()
         .map(|s| s.to_string_lossy().into_owned())

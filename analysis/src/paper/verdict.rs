@@ -43,6 +43,7 @@ pub fn ratio_verdict(ours: Option<f64>, paper: f64) -> Verdict {
     }
 }
 
+/// `a / b`, where both are there and `b` is positive.
 pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 && a.is_finite() => Some(a / b),

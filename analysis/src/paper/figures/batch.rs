@@ -1,18 +1,13 @@
 //! KVell's batch size against average latency and throughput.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::lines::Line;
-use crate::charts::lines::Lines;
-use crate::charts::style::H;
-use crate::charts::style::W;
-use crate::charts::style::engine_colour;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::lines::{Line, Lines};
+use crate::charts::style::{H, W, engine_colour};
 use crate::dataset::Entry;
 use crate::error::Result;
 use crate::model::RunFile;
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of};
-use crate::paper::format::human_us;
-use crate::paper::format::{fx, ops_s, opt, pct};
+use crate::paper::format::{fx, human_us, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::metrics::{ceiling, cpu_fraction, mean_latency_us, tput};
 use crate::paper::reasons::machine_facts;

@@ -2,24 +2,19 @@
 //! recovery), and CPU microseconds per request on every workload.
 
 use crate::charts::bars::Bars;
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
+use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
-use crate::charts::style::H;
-use crate::charts::style::W;
-use crate::charts::style::engine_colour;
+use crate::charts::style::{H, W, engine_colour};
 use crate::dataset::Group;
 use crate::error::Result;
 use crate::paper::chart::{
     Charts, PaperChart, caption, commands_of, durability_line, group_commands,
 };
 use crate::paper::format::{fx, opt};
-use crate::paper::markdown::engine_table_head;
-use crate::paper::markdown::{Summary, images};
+use crate::paper::markdown::{Summary, engine_table_head, images};
 use crate::paper::metrics::median_data_bytes;
 use crate::paper::panels::recovery_bars;
-use crate::paper::run::{DISTS, stem};
-use crate::paper::run::{PaperRun, entry};
+use crate::paper::run::{DISTS, PaperRun, entry, stem};
 use crate::paper::verdict::ratio;
 use crate::text::{human_bytes, num};
 use plotters::style::RGBColor;

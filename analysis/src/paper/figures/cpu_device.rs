@@ -1,12 +1,9 @@
 //! Fig. 3: CPU and device utilisation over time on YCSB A uniform: RocksDB runs out
 //! of CPU, KVell keeps the drive busy.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::lines::Line;
-use crate::charts::lines::Lines;
-use crate::charts::style::W;
-use crate::charts::style::engine_colour;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::lines::{Line, Lines};
+use crate::charts::style::{W, engine_colour};
 use crate::dataset::Entry;
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};

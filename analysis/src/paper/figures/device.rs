@@ -1,13 +1,9 @@
 //! Tables 1 and 2: what the disk can do, each access pattern at its best queue depth,
 //! and latency and bandwidth against the queue depth.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::lines::Line;
-use crate::charts::lines::Lines;
-use crate::charts::style::H;
-use crate::charts::style::PALETTE;
-use crate::charts::style::W;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::lines::{Line, Lines};
+use crate::charts::style::{H, PALETTE, W};
 use crate::charts::table::Table;
 use crate::error::Result;
 use crate::model::ProbePoint;

@@ -1,11 +1,8 @@
 //! Table 3: I/O methods (mmap, direct I/O, io_uring), IOPS and CPU per I/O.
 
 use crate::charts::bars::Bars;
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::style::LOAD_COLOUR;
-use crate::charts::style::RUN_COLOUR;
-use crate::charts::style::W;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::style::{LOAD_COLOUR, RUN_COLOUR, W};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of};
 use crate::paper::format::{fx, opt};

@@ -1,19 +1,13 @@
 //! Fig. 10: item size on YCSB E: KVell about flat, RocksDB falling.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::lines::Line;
-use crate::charts::lines::Lines;
-use crate::charts::style::H;
-use crate::charts::style::W;
-use crate::charts::style::engine_colour;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::lines::{Line, Lines};
+use crate::charts::style::{H, W, engine_colour};
+use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt};
-use crate::paper::markdown::engine_table_head;
-use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
 use crate::paper::metrics::scans_per_s;
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;

@@ -1,11 +1,8 @@
 //! Fig. 9: the production workloads, KVell ahead of RocksDB.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::style::H;
-use crate::charts::style::W;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::style::{H, W};
+use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
@@ -13,8 +10,7 @@ use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::metrics::{ceiling, tput};
 use crate::paper::panels::throughput_bars;
 use crate::paper::reasons::reasons;
-use crate::paper::run::PRODUCTION;
-use crate::paper::run::{PaperRun, entry};
+use crate::paper::run::{PRODUCTION, PaperRun, entry};
 use crate::paper::verdict::{Verdict, ratio};
 use std::fmt::Write as _;
 

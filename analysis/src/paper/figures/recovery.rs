@@ -1,10 +1,8 @@
 //! Recovery after a SIGKILL during YCSB A: reopen time, RocksDB/KVell.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
+use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
-use crate::charts::style::H;
-use crate::charts::style::W;
+use crate::charts::style::{H, W};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of, durability_line};
 use crate::paper::format::fx;
@@ -13,8 +11,7 @@ use crate::paper::metrics::{median, median_data_bytes};
 use crate::paper::panels::recovery_bars;
 use crate::paper::reasons::machine_facts;
 use crate::paper::reference as paper;
-use crate::paper::run::PaperRun;
-use crate::paper::run::stem;
+use crate::paper::run::{PaperRun, stem};
 use crate::paper::verdict::{Verdict, ratio, ratio_verdict};
 use crate::text::human_bytes;
 use std::fmt::Write as _;

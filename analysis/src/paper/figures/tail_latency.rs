@@ -1,26 +1,19 @@
 //! Table 5: p99 and maximum latency on YCSB A, and the latency CDFs.
 
 use crate::charts::bars::Bars;
-use crate::charts::cdf::Cdf;
-use crate::charts::cdf::engine_cdf;
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
+use crate::charts::cdf::{Cdf, engine_cdf};
+use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
-use crate::charts::style::H;
-use crate::charts::style::PCT_COLOURS;
-use crate::charts::style::W;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::charts::style::{H, PCT_COLOURS, W};
+use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
-use crate::paper::format::human_us;
-use crate::paper::format::{fx, opt};
+use crate::paper::format::{fx, human_us, opt};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::metrics::worst;
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;
-use crate::paper::run::DISTS;
-use crate::paper::run::{PaperRun, entry};
+use crate::paper::run::{DISTS, PaperRun, entry};
 use crate::paper::verdict::{Verdict, ratio, ratio_verdict};
 use std::fmt::Write as _;
 

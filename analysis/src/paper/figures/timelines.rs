@@ -10,8 +10,7 @@ use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::metrics::{steadiness, tput};
 use crate::paper::reasons::reasons;
 use crate::paper::run::{PaperRun, entry};
-use crate::paper::verdict::MIN_INTERVALS;
-use crate::paper::verdict::Verdict;
+use crate::paper::verdict::{MIN_INTERVALS, Verdict};
 use crate::text::human_bytes;
 use std::fmt::Write as _;
 

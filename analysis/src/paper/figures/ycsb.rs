@@ -1,23 +1,18 @@
 //! Figs. 5 and 8: YCSB A-F throughput, uniform and zipfian keys, KVell/RocksDB
 //! against the paper's ratios.
 
-use crate::charts::figure::Figure;
-use crate::charts::figure::Panel;
-use crate::charts::style::H;
-use crate::charts::style::W;
-use crate::dataset::Entry;
-use crate::dataset::Group;
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::style::{H, W};
+use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
-use crate::paper::markdown::engine_table_head;
-use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
 use crate::paper::metrics::{ceiling, tput};
 use crate::paper::panels::throughput_bars;
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;
-use crate::paper::run::WORKLOADS;
-use crate::paper::run::{PaperRun, entry};
+use crate::paper::run::{PaperRun, WORKLOADS, entry};
 use crate::paper::verdict::{Verdict, ratio, ratio_verdict};
 use std::fmt::Write as _;
 
