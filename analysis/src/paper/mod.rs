@@ -30,4 +30,3 @@ pub use metrics::{
 };
 pub use render::render_paper;
 pub use run::{DISTS, PRODUCTION, PaperRun, WORKLOADS, entry};
-pub use verdict::{MIN_INTERVALS, RATIO_FACTOR, Verdict, ratio_verdict};
