@@ -1,17 +1,18 @@
 //! Latency histograms from result files: HdrHistogram V2 (deflate) in base64.
 
+use crate::error::{HistogramError, Result};
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 
 /// Decodes one `histogram_v2_base64` field (values in nanoseconds).
-pub fn decode(b64: &str) -> Result<Histogram<u64>, String> {
+pub fn decode(b64: &str) -> Result<Histogram<u64>> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64.trim())
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new()
+        .map_err(HistogramError::NotBase64)?;
+    Ok(Deserializer::new()
         .deserialize(&mut std::io::Cursor::new(bytes))
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
+        .map_err(HistogramError::DoesNotDecode)?)
 }
 
 /// Adds histograms together (an empty list gives `None`).

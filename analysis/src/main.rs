@@ -1,5 +1,7 @@
 //! `kvtb-report`: result files to charts and a markdown report.
 
+use analysis::{Error, Warning};
+use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,18 +19,58 @@ paper:  reads a reproduce-paper directory (manifest.json, device/, iomethods/,
 
 Both print the files written.";
 
+/// Why `kvtb-report` stops: a command line it does not understand, or a report that
+/// could not be made.
+enum Failure {
+    Usage(String),
+    Report(Error),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Usage(u) => f.write_str(u),
+            Failure::Report(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Report(e)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(u: &str) -> Failure {
+        Failure::Usage(u.to_string())
+    }
+}
+
+impl From<String> for Failure {
+    fn from(u: String) -> Failure {
+        Failure::Usage(u)
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // the files that were not results, before saying that none was
+            if let Failure::Report(Error::NoResults { skipped, .. }) = &e {
+                for s in skipped {
+                    eprintln!("{}", Warning::SkippedFile(s.clone()));
+                }
+            }
             eprintln!("kvtb-report: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(args: &[String]) -> Result<(), String> {
+fn run(args: &[String]) -> Result<(), Failure> {
     let mut it = args.iter();
     let paper = match it.next().map(String::as_str) {
         Some("charts") => false,
@@ -37,7 +79,11 @@ fn run(args: &[String]) -> Result<(), String> {
             println!("{USAGE}");
             return Ok(());
         }
-        Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
+        Some(other) => {
+            return Err(Failure::Usage(format!(
+                "unknown command `{other}`\n{USAGE}"
+            )));
+        }
         None => return Err(USAGE.into()),
     };
     let mut dir: Option<PathBuf> = None;
@@ -57,10 +103,14 @@ fn run(args: &[String]) -> Result<(), String> {
                 println!("{USAGE}");
                 return Ok(());
             }
-            s if s.starts_with('-') => return Err(format!("unknown option `{s}`\n{USAGE}")),
+            s if s.starts_with('-') => {
+                return Err(Failure::Usage(format!("unknown option `{s}`\n{USAGE}")));
+            }
             s => {
                 if dir.is_some() {
-                    return Err(format!("one directory only (got `{s}` too)\n{USAGE}"));
+                    return Err(Failure::Usage(format!(
+                        "one directory only (got `{s}` too)\n{USAGE}"
+                    )));
                 }
                 dir = Some(PathBuf::from(s));
             }
@@ -68,14 +118,17 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     let dir = dir.ok_or_else(|| format!("missing <DIR>\n{USAGE}"))?;
     if !dir.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
+        return Err(Error::NotADirectory(dir).into());
     }
-    let files = if paper {
+    let written = if paper {
         analysis::paper::render_paper(&dir, md.as_deref(), title.as_deref())?
     } else {
         analysis::render_dir(&dir, title.as_deref())?
     };
-    for f in files {
+    for w in &written.warnings {
+        eprintln!("{w}");
+    }
+    for f in &written.files {
         println!("{}", f.display());
     }
     Ok(())

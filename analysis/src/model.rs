@@ -6,6 +6,7 @@
 //! `engine.name` and `phases` are required: a JSON file without them is not a
 //! result file and is skipped with a warning.
 
+use crate::error::{Error, IoOp, ParseError, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -320,15 +321,15 @@ pub struct Found {
 }
 
 /// Parses one result file. The error says why it is not one.
-pub fn parse_run(text: &str) -> Result<RunFile, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let obj = v.as_object().ok_or("not a JSON object")?;
+pub fn parse_run(text: &str) -> Result<RunFile, ParseError> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(ParseError::NotJson)?;
+    let obj = v.as_object().ok_or(ParseError::NotAnObject)?;
     for key in ["engine", "phases"] {
         if !obj.contains_key(key) {
-            return Err(format!("not a ycsb result file (no `{key}` field)"));
+            return Err(ParseError::MissingField(key));
         }
     }
-    serde_json::from_value(v).map_err(|e| format!("not a ycsb result file: {e}"))
+    serde_json::from_value(v).map_err(ParseError::NotARunFile)
 }
 
 /// A `ycsb device` result, if the text is one.
@@ -358,9 +359,9 @@ fn json_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// Loads every `*.json` result file under `dir` (recursively). Files that cannot be
 /// read or are not result files are listed in `skipped`; an unreadable directory is
 /// an error.
-pub fn load_dir(dir: &Path) -> Result<Found, String> {
+pub fn load_dir(dir: &Path) -> Result<Found> {
     let mut files = Vec::new();
-    json_files(dir, &mut files).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    json_files(dir, &mut files).map_err(|e| Error::io(IoOp::ReadDir, dir, e))?;
     let mut found = Found::default();
     for path in files {
         let text = match std::fs::read_to_string(&path) {
@@ -368,7 +369,7 @@ pub fn load_dir(dir: &Path) -> Result<Found, String> {
             Err(e) => {
                 found
                     .skipped
-                    .push(format!("{}: cannot read: {e}", path.display()));
+                    .push(Error::io(IoOp::ReadFile, &path, e).to_string());
                 continue;
             }
         };
@@ -492,16 +493,24 @@ fn null_as_zero<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error>
 }
 
 /// Parses a JSON file of a given `kind`; the error says what is wrong with it.
-pub fn parse_kind<T: serde::de::DeserializeOwned>(text: &str, kind: &str) -> Result<T, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+pub fn parse_kind<T: serde::de::DeserializeOwned>(text: &str, kind: &str) -> Result<T, ParseError> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(ParseError::NotJson)?;
     let found = v
         .as_object()
-        .ok_or("not a JSON object")?
+        .ok_or(ParseError::NotAnObject)?
         .get("kind")
         .and_then(|k| k.as_str())
-        .ok_or_else(|| format!("no `kind` field (expected \"{kind}\")"))?;
+        .ok_or_else(|| ParseError::NoKind {
+            expected: kind.to_string(),
+        })?;
     if found != kind {
-        return Err(format!("`kind` is \"{found}\", expected \"{kind}\""));
+        return Err(ParseError::WrongKind {
+            found: found.to_string(),
+            expected: kind.to_string(),
+        });
     }
-    serde_json::from_value(v).map_err(|e| format!("not a valid \"{kind}\" file: {e}"))
+    serde_json::from_value(v).map_err(|source| ParseError::Invalid {
+        kind: kind.to_string(),
+        source,
+    })
 }

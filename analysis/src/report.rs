@@ -1,30 +1,49 @@
+//! `kvtb-report charts DIR`: every result file of a directory to charts and
 //! `report.md`: the machine, one table per workload (engines as columns, the best
 //! cell of each row in bold), the charts with a caption each, and the commands.
 
-use crate::charts::Rendered;
-use crate::model::{Measure, OpSummary, RunFile};
-use crate::{Dataset, Group, human_bytes, machine_line, workload_line};
+use crate::charts::render::Rendered;
+use crate::charts::results::render_all;
+use crate::dataset::{Dataset, Group};
+use crate::error::{Error, IoOp, Result};
+use crate::model::{self, Measure, OpSummary, RunFile};
+use crate::text::{human_bytes, machine_line, num, shell_quote, workload_line};
+use crate::warning::{Warning, Written};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-pub(crate) fn num(x: f64) -> String {
-    if x >= 100.0 {
-        // thousands separators, no decimals
-        let s = format!("{x:.0}");
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    } else if x.abs() >= 1.0 || x == 0.0 {
-        format!("{x:.2}")
-    } else {
-        // three significant digits
-        let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-        format!("{x:.digits$}")
+/// Renders every result file under `dir` into charts (PNG and SVG) and `report.md`
+/// in `dir`; returns the files written. Unreadable and foreign `.json` files are
+/// skipped with a warning; a directory without any result file is an error.
+pub fn render_dir(dir: &Path, title: Option<&str>) -> Result<Written> {
+    let found = model::load_dir(dir)?;
+    if found.runs.is_empty() {
+        return Err(Error::NoResults {
+            dir: dir.to_path_buf(),
+            skipped: found.skipped,
+        });
     }
+    let mut warnings: Vec<Warning> = found
+        .skipped
+        .iter()
+        .cloned()
+        .map(Warning::SkippedFile)
+        .collect();
+    let title = title.map(str::to_string).unwrap_or_else(|| {
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string());
+        format!("kvell-testbed results: {name}")
+    });
+    let ds = Dataset::new(title, found, dir);
+    let charts = render_all(&ds, dir, &mut warnings)?;
+    let mut files: Vec<PathBuf> = charts.iter().flat_map(|c| c.files.clone()).collect();
+    let md = dir.join("report.md");
+    std::fs::write(&md, markdown(&ds, &charts)).map_err(|e| Error::io(IoOp::Write, &md, e))?;
+    files.push(md);
+    Ok(Written { files, warnings })
 }
 
 /// The worst value of a percentile across the run phase's op kinds, as measured
@@ -46,6 +65,7 @@ fn worst(r: &RunFile, f: fn(&OpSummary) -> f64) -> Option<f64> {
 }
 
 type Getter = fn(&RunFile) -> Option<f64>;
+
 type TextGetter = fn(&RunFile) -> String;
 
 fn table(g: &Group) -> String {
@@ -195,18 +215,8 @@ fn table(g: &Group) -> String {
     s
 }
 
-pub(crate) fn shell_quote(a: &str) -> String {
-    if !a.is_empty()
-        && a.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:@%+".contains(c))
-    {
-        a.to_string()
-    } else {
-        format!("'{}'", a.replace('\'', "'\\''"))
-    }
-}
-
-pub fn markdown(ds: &Dataset, charts: &[Rendered]) -> String {
+/// `report.md` of a dataset and its charts.
+fn markdown(ds: &Dataset, charts: &[Rendered]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}\n", ds.title);
     let ms = ds.machines();
@@ -300,21 +310,4 @@ pub fn markdown(ds: &Dataset, charts: &[Rendered]) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_get_separators() {
-        assert_eq!(num(3604471.2), "3,604,471");
-        assert_eq!(num(199.0), "199");
-        assert_eq!(num(8.5626), "8.56");
-        assert_eq!(num(0.012380), "0.0124");
-        assert_eq!(num(0.5), "0.500");
-        assert_eq!(num(0.0), "0.00");
-        assert_eq!(shell_quote("-p"), "-p");
-        assert_eq!(shell_quote("a b"), "'a b'");
-    }
 }

@@ -1,6 +1,11 @@
 //! `kvtb-report paper`: a reproduce-paper directory built from real result files
 //! (results/matrix-200k, results/device) plus small hand-written files, rendered into
 //! a temporary directory.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a failed step is a failed test"
+)]
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -226,7 +231,9 @@ fn renders_every_paper_figure_with_numbers_from_the_files() {
     let tmp = TempDir::new("full");
     let dir = tmp.0.join("run");
     fixture(&dir);
-    let files = analysis::paper::render_paper(&dir, None, None).unwrap();
+    let files = analysis::paper::render_paper(&dir, None, None)
+        .unwrap()
+        .files;
     let m = machine();
     let machine_text = format!(
         "{}, {} cores",
@@ -353,7 +360,9 @@ fn a_partial_directory_renders_what_it_can_and_notes_the_rest() {
             &matrix("a-uniform", e),
         );
     }
-    let files = analysis::paper::render_paper(dir, None, Some("Partial run")).unwrap();
+    let files = analysis::paper::render_paper(dir, None, Some("Partial run"))
+        .unwrap()
+        .files;
     let names: Vec<String> = files
         .iter()
         .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
@@ -425,7 +434,9 @@ fn a_malformed_file_is_an_error_naming_it() {
         );
         std::fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
         std::fs::write(dir.join(rel), text).unwrap();
-        let err = analysis::paper::render_paper(dir, None, None).unwrap_err();
+        let err = analysis::paper::render_paper(dir, None, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(rel), "error for {rel} does not name it: {err}");
     }
 }
@@ -433,7 +444,9 @@ fn a_malformed_file_is_an_error_naming_it() {
 #[test]
 fn an_empty_directory_is_an_error() {
     let tmp = TempDir::new("empty");
-    let err = analysis::paper::render_paper(&tmp.0, None, None).unwrap_err();
+    let err = analysis::paper::render_paper(&tmp.0, None, None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no part of a reproduce-paper run"), "{err}");
 }
 

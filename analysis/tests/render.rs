@@ -1,4 +1,9 @@
 //! Renders result files into a temporary directory and checks what comes out.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a failed step is a failed test"
+)]
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,7 +90,9 @@ fn names(files: &[PathBuf]) -> Vec<String> {
 fn renders_every_chart_as_png_and_svg_with_a_report() {
     let dir = TempDir::new("fixture");
     copy_fixtures(&dir.0);
-    let files = analysis::render_dir(&dir.0, Some("Fixture run")).unwrap();
+    let files = analysis::render_dir(&dir.0, Some("Fixture run"))
+        .unwrap()
+        .files;
     let names = names(&files);
     for stem in ["throughput", "latency", "timeline", "cpu", "cdf"] {
         for ext in ["png", "svg"] {
@@ -178,7 +185,7 @@ fn malformed_and_foreign_json_are_skipped_and_the_rest_rendered() {
     std::fs::write(dir.0.join("other.json"), "{\"hello\": [1, 2, 3]}").unwrap();
     std::fs::write(dir.0.join("array.json"), "[1, 2]").unwrap();
     std::fs::write(dir.0.join("notes.txt"), "not json at all").unwrap();
-    let files = analysis::render_dir(&dir.0, None).unwrap();
+    let files = analysis::render_dir(&dir.0, None).unwrap().files;
     assert!(names(&files).contains(&"throughput.png".to_string()));
     assert_eq!(png_size(&dir.0.join("cdf.png")), (1280, 720));
     let md = std::fs::read_to_string(dir.0.join("report.md")).unwrap();
@@ -210,10 +217,10 @@ fn malformed_and_foreign_json_are_skipped_and_the_rest_rendered() {
 #[test]
 fn a_directory_without_results_is_an_error() {
     let dir = TempDir::new("empty");
-    let err = analysis::render_dir(&dir.0, None).unwrap_err();
+    let err = analysis::render_dir(&dir.0, None).unwrap_err().to_string();
     assert!(err.contains("no ycsb result files"), "{err}");
     std::fs::write(dir.0.join("x.json"), "nonsense").unwrap();
-    let err = analysis::render_dir(&dir.0, None).unwrap_err();
+    let err = analysis::render_dir(&dir.0, None).unwrap_err().to_string();
     assert!(err.contains("1 skipped"), "{err}");
     assert!(analysis::render_dir(&dir.0.join("missing"), None).is_err());
 }
@@ -233,7 +240,7 @@ fn several_workloads_are_grouped() {
         )
         .unwrap();
     }
-    let files = analysis::render_dir(&dir.0, None).unwrap();
+    let files = analysis::render_dir(&dir.0, None).unwrap().files;
     let names = names(&files);
     for n in [
         "throughput.png",
@@ -286,7 +293,7 @@ fn minimal_result_with_unknown_fields_renders() {
         }]
     });
     std::fs::write(dir.0.join("kvell.json"), v.to_string()).unwrap();
-    let files = analysis::render_dir(&dir.0, Some("minimal")).unwrap();
+    let files = analysis::render_dir(&dir.0, Some("minimal")).unwrap().files;
     assert_eq!(files.len(), 11);
     let timeline = svg_text(&dir.0.join("timeline.svg"));
     assert!(
@@ -360,7 +367,7 @@ fn repeated_runs_are_told_apart() {
         dir.0.join("run2/sled-again.json"),
     )
     .unwrap();
-    let files = analysis::render_dir(&dir.0, None).unwrap();
+    let files = analysis::render_dir(&dir.0, None).unwrap().files;
     let names = names(&files);
     for n in ["latency-run1_workloada.png", "cdf-run2_workloada.svg"] {
         assert!(names.contains(&n.to_string()), "{n} missing from {names:?}");

@@ -1,32 +1,39 @@
 //! Grouped bar charts: categories along x (optionally in labelled groups), one bar
 //! per series in each category, linear or log y.
 
-use super::*;
+use super::axis::{tick, y_log_bounds};
+use super::render::de;
+use super::style::{bold, font};
+use crate::error::Result;
+use crate::text::human_count;
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// A bar chart: categories along x (optionally in labelled groups), one bar per
 /// series in each category.
-pub(super) struct Bars {
-    pub(super) title: String,
-    pub(super) y_desc: String,
-    pub(super) x_desc: String,
+pub(crate) struct Bars {
+    pub(crate) title: String,
+    pub(crate) y_desc: String,
+    pub(crate) x_desc: String,
     /// (label, group index)
-    pub(super) categories: Vec<(String, usize)>,
-    pub(super) group_labels: Vec<String>,
-    pub(super) series: Vec<(String, RGBColor)>,
+    pub(crate) categories: Vec<(String, usize)>,
+    pub(crate) group_labels: Vec<String>,
+    pub(crate) series: Vec<(String, RGBColor)>,
     /// `values[category][series]`
-    pub(super) values: Vec<Vec<Option<f64>>>,
-    pub(super) log: bool,
+    pub(crate) values: Vec<Vec<Option<f64>>>,
+    pub(crate) log: bool,
     /// Fixed y range (log charts sharing one scale); otherwise from the data.
-    pub(super) y_range: Option<(f64, f64)>,
-    pub(super) value_labels: bool,
+    pub(crate) y_range: Option<(f64, f64)>,
+    pub(crate) value_labels: bool,
     /// A horizontal mark across each category (the device's ceiling), if any.
-    pub(super) marks: Vec<Option<f64>>,
+    pub(crate) marks: Vec<Option<f64>>,
     /// A short black mark across single bars, `bar_marks[category][series]` (each
     /// run's own ceiling); unlabelled, the legend says what it is.
-    pub(super) bar_marks: Vec<Vec<Option<f64>>>,
+    pub(crate) bar_marks: Vec<Vec<Option<f64>>>,
     /// Text above single bars, `notes[category][series]`, in place of the value label.
-    pub(super) notes: Vec<Vec<Option<String>>>,
+    pub(crate) notes: Vec<Vec<Option<String>>>,
 }
 
 impl Bars {
@@ -45,10 +52,7 @@ impl Bars {
         (xs, x.max(1.0))
     }
 
-    pub(super) fn draw<DB: DrawingBackend>(
-        &self,
-        area: &DrawingArea<DB, Shift>,
-    ) -> Result<(), String> {
+    pub(crate) fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
         let vals: Vec<f64> = self
             .values
             .iter()
@@ -77,7 +81,7 @@ impl Bars {
         area: &DrawingArea<DB, Shift>,
         y: Y,
         y_lo: f64,
-    ) -> Result<(), String>
+    ) -> Result<()>
     where
         Y: AsRangedCoord<Value = f64>,
         Y::CoordDescType: ValueFormatter<f64>,

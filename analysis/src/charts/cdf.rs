@@ -1,36 +1,52 @@
 //! Chart 5: the run-phase latency distribution per engine, from the HDR histograms.
 
-use super::*;
+use super::axis::{frac_tick, tick, y_log_bounds};
+use super::caption::caption_for;
+use super::frame::{frame, no_data};
+use super::latency::run_ops;
+use super::render::{Chart, de};
+use super::style::{GREY, TEXT_GREY, bold, engine_colour, font};
+use crate::dataset::{Dataset, Entry, Group};
+use crate::error::Result;
+use crate::hist;
+use crate::text::human_count;
+use crate::warning::Warning;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-pub(super) struct Cdf<'a> {
-    pub(super) ds: &'a Dataset,
-    pub(super) group: &'a Group,
+/// Chart 5 of a group (and the paper's Table 5 CDFs).
+pub(crate) struct Cdf<'a> {
+    pub(crate) ds: &'a Dataset,
+    pub(crate) group: &'a Group,
     /// Decoded once (a bad histogram is reported once, not per backend).
-    pub(super) curves: Vec<Curve<'a>>,
+    pub(crate) curves: Vec<Curve<'a>>,
 }
 
 /// The run-phase latency distribution of one engine, all op kinds together.
-pub(super) struct Curve<'a> {
-    pub(super) entry: &'a Entry,
+pub(crate) struct Curve<'a> {
+    pub(crate) entry: &'a Entry,
     /// (µs, cumulative fraction)
-    pub(super) points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
     /// From the intended-start histograms (the run had a target rate).
-    pub(super) intended: bool,
-    pub(super) ops: u64,
+    pub(crate) intended: bool,
+    pub(crate) ops: u64,
 }
 
-pub(super) fn engine_cdf(e: &Entry) -> Option<Curve<'_>> {
+/// The run-phase latency distribution of an engine; a histogram that does not
+/// decode is left out with a warning.
+pub(crate) fn engine_cdf<'a>(e: &'a Entry, warnings: &mut Vec<Warning>) -> Option<Curve<'a>> {
     let ops = run_ops(&e.run);
     let intended = ops.iter().any(|o| o.is_intended());
     let mut hs = Vec::new();
     for o in ops.iter().filter(|o| o.is_intended() == intended) {
         match hist::decode(&o.histogram_v2_base64) {
             Ok(h) => hs.push(h),
-            Err(why) => eprintln!(
-                "warning: {}: {} histogram skipped: {why}",
-                e.path.display(),
-                o.name
-            ),
+            Err(error) => warnings.push(Warning::Histogram {
+                path: e.path.clone(),
+                op: o.name.clone(),
+                error,
+            }),
         }
     }
     let h = hist::merge(&hs)?;
@@ -43,7 +59,7 @@ pub(super) fn engine_cdf(e: &Entry) -> Option<Curve<'_>> {
 }
 
 impl Chart for Cdf<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let curves = &self.curves;
         let mut cap = caption_for(self.ds, &[self.group]);
         let intended: Vec<&str> = curves

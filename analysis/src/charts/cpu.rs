@@ -1,11 +1,22 @@
 //! Chart 4: CPU time per operation, and CPU (and device) utilisation over time.
 
+use super::axis::tick;
 use super::bars::Bars;
-use super::*;
+use super::caption::caption_for;
+use super::frame::frame;
+use super::legend::{Swatch, fills, legend_box, legend_row};
+use super::render::{Chart, de};
+use super::style::{GREY, LOAD_COLOUR, RUN_COLOUR, bold, engine_colour, font};
+use crate::dataset::{Dataset, Entry, Group};
+use crate::error::Result;
+use crate::model::Phase;
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
-pub(super) struct Cpu<'a> {
-    pub(super) ds: &'a Dataset,
-    pub(super) group: &'a Group,
+/// Chart 4 of a group.
+pub(crate) struct Cpu<'a> {
+    pub(crate) ds: &'a Dataset,
+    pub(crate) group: &'a Group,
 }
 
 /// CPU cores busy in one sampling interval, and the device's busy fraction.
@@ -35,7 +46,7 @@ fn cpu_cores(p: &Phase) -> Vec<CpuPoint> {
 }
 
 impl Chart for Cpu<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let mut cap = caption_for(self.ds, &[self.group]);
         cap.push(
             "CPU time is the whole driver process (user + system), engine and client threads together."
@@ -88,7 +99,7 @@ impl Chart for Cpu<'_> {
 }
 
 impl Cpu<'_> {
-    fn utilisation<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn utilisation<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()> {
         let series: Vec<(&Entry, Vec<CpuPoint>)> = self
             .group
             .runs

@@ -1,7 +1,30 @@
 //! Chart 2: p50, p99, p99.9 and max latency per engine, one panel per op kind.
 
+use super::axis::y_log_bounds;
 use super::bars::Bars;
-use super::*;
+use super::caption::caption_for;
+use super::frame::{frame, no_data};
+use super::legend::{fills, legend_row};
+use super::render::Chart;
+use super::style::{H, PCT_COLOURS, W};
+use crate::dataset::{Dataset, Group};
+use crate::error::Result;
+use crate::model::{Measure, OpSummary, RunFile};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// The run phase's latency summaries (service time and, under a target rate, from
+/// the intended start; queueing delays are left out).
+pub(crate) fn run_ops(r: &RunFile) -> Vec<&OpSummary> {
+    r.run()
+        .map(|p| {
+            p.ops
+                .iter()
+                .filter(|o| o.operations > 0 && o.measure().0 != Measure::Queue)
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// YCSB op kinds in a fixed order; coordinated-omission-corrected ones last.
 fn op_order(name: &str) -> (bool, usize, String) {
@@ -20,9 +43,10 @@ fn op_order(name: &str) -> (bool, usize, String) {
     (name.starts_with("Intended-"), i, name.to_string())
 }
 
-pub(super) struct Latency<'a> {
-    pub(super) ds: &'a Dataset,
-    pub(super) group: &'a Group,
+/// Chart 2 of a group.
+pub(crate) struct Latency<'a> {
+    pub(crate) ds: &'a Dataset,
+    pub(crate) group: &'a Group,
 }
 
 impl Latency<'_> {
@@ -58,7 +82,7 @@ impl Chart for Latency<'_> {
         (W, H + 380 * self.rows().len().saturating_sub(1) as u32)
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let body = frame(
             root,
             &format!("{}: run-phase latency, {}", self.ds.title, self.group.label),

@@ -2,10 +2,19 @@
 //! device's ceiling where a `ycsb device` result was used.
 
 use super::bars::Bars;
-use super::*;
+use super::caption::caption_for;
+use super::frame::frame;
+use super::legend::{Swatch, fills, legend_row};
+use super::render::Chart;
+use super::style::{LOAD_COLOUR, RUN_COLOUR};
+use crate::dataset::{Dataset, Group};
+use crate::error::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
-pub(super) struct Throughput<'a> {
-    pub(super) ds: &'a Dataset,
+/// Chart 1 of a dataset.
+pub(crate) struct Throughput<'a> {
+    pub(crate) ds: &'a Dataset,
 }
 
 impl Throughput<'_> {
@@ -72,7 +81,7 @@ impl Throughput<'_> {
 }
 
 impl Chart for Throughput<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let groups: Vec<&Group> = self.ds.groups.iter().collect();
         let body = frame(
             root,

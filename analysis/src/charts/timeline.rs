@@ -1,11 +1,24 @@
 //! Chart 3: run-phase throughput per sampling interval, one panel per engine, with
 //! warm-up and stalls marked.
 
-use super::*;
+use super::axis::tick;
+use super::caption::caption_for;
+use super::frame::frame;
+use super::legend::{Swatch, legend_box};
+use super::render::{Chart, de};
+use super::style::{H, STALL_COLOUR, W, bold, engine_colour, font};
+use crate::dataset::{Dataset, Entry, Group};
+use crate::error::Result;
+use crate::model::Phase;
+use crate::text::human_count;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-pub(super) struct Timeline<'a> {
-    pub(super) ds: &'a Dataset,
-    pub(super) group: &'a Group,
+/// Chart 3 of a group (and the paper's Figs. 4 and 7).
+pub(crate) struct Timeline<'a> {
+    pub(crate) ds: &'a Dataset,
+    pub(crate) group: &'a Group,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -24,7 +37,7 @@ impl Chart for Timeline<'_> {
         (W, (230 + 210 * self.group.runs.len() as u32).max(H))
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
         let mut cap = caption_for(self.ds, &[self.group]);
         cap.push(format!(
             "One point per sampling interval (about 1 s). Shaded: warm-up (not measured). \
@@ -65,7 +78,7 @@ impl Timeline<'_> {
         area: &DrawingArea<DB, Shift>,
         t_max: f64,
         last: bool,
-    ) -> Result<(), String> {
+    ) -> Result<()> {
         let colour = engine_colour(self.ds, &e.label);
         let empty = Phase::default();
         let p = e.run.run().unwrap_or(&empty);

@@ -1,0 +1,238 @@
+//! Figs. 5 and 8: YCSB A-F throughput, uniform and zipfian keys, KVell/RocksDB
+//! against the paper's ratios.
+
+use crate::charts::figure::{Figure, Panel};
+use crate::charts::style::{H, W};
+use crate::dataset::{Entry, Group};
+use crate::error::Result;
+use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
+use crate::paper::format::{fx, ops_s, opt, pct};
+use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
+use crate::paper::metrics::{ceiling, tput};
+use crate::paper::panels::throughput_bars;
+use crate::paper::reasons::reasons;
+use crate::paper::reference as paper;
+use crate::paper::run::{PaperRun, WORKLOADS, entry};
+use crate::paper::verdict::{Verdict, ratio, ratio_verdict};
+use std::fmt::Write as _;
+
+/// Draws Figs. 5 and 8.
+pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
+    for (fig, dist) in [("Fig. 5", "uniform"), ("Fig. 8", "zipfian")] {
+        ycsb_bars(run, out, fig, dist)?;
+    }
+    Ok(())
+}
+
+fn ycsb_bars(run: &PaperRun, out: &mut Charts, fig: &str, dist: &str) -> Result<()> {
+    let gs: Vec<&Group> = WORKLOADS
+        .iter()
+        .filter_map(|w| run.ycsb(*w, dist))
+        .collect();
+    if gs.is_empty() {
+        out.skip(
+            &format!("{fig} (YCSB {dist})"),
+            &format!("no ycsb/<w>-{dist} directory"),
+        );
+        return Ok(());
+    }
+    let (bars, legend, engines) = throughput_bars(
+        run,
+        &gs,
+        |g| format!("YCSB {}", g.label[..1].to_ascii_uppercase()),
+        &format!("YCSB A-F, {dist} keys"),
+        true,
+    );
+    let fig_ = Figure {
+        title: format!("{}: YCSB throughput, {dist} ({fig})", run.ds.title),
+        caption: caption(
+            run,
+            &[
+                "Run-phase operations per second of each engine (E: scans and inserts). Label \
+                 above each bar: throughput and the fraction of the run's device ceiling \
+                 (device IOPS for its read/write mix / device I/Os per operation) it reached; \
+                 ceilings over 4x the highest bar are left out."
+                    .into(),
+                durability_line(run, &engines),
+            ],
+        ),
+        legend,
+        cols: 1,
+        panels: vec![Panel::Bars(bars)],
+        size: (W + 320, H + 60),
+    };
+    let stem = format!("{}-ycsb-{dist}", fig.replace(". ", "").to_lowercase());
+    out.add(
+        fig,
+        &stem,
+        format!("YCSB A-F throughput, {dist}"),
+        format!(
+            "Throughput of every engine on YCSB A-F with {dist} keys, each bar with its run's \
+             device ceiling and the fraction of it reached; engines labelled with their \
+             durability class."
+        ),
+        &fig_,
+        group_commands(&gs),
+    )
+}
+
+/// Writes the sections of Figs. 5 and 8.
+pub(super) fn write(
+    s: &mut String,
+    run: &PaperRun,
+    charts: &[PaperChart],
+    link: &str,
+    summary: &mut Vec<Summary>,
+) {
+    for (fig, dist) in [("Fig. 5", "uniform"), ("Fig. 8", "zipfian")] {
+        let _ = writeln!(s, "## {fig}: YCSB A-F, {dist}\n");
+        let gs: Vec<&Group> = WORKLOADS
+            .iter()
+            .filter_map(|w| run.ycsb(*w, dist))
+            .collect();
+        if gs.is_empty() {
+            let _ = writeln!(s, "Skipped: no ycsb/<w>-{dist}.\n");
+            continue;
+        }
+        let paper_line: Vec<String> = paper::YCSB_KOPS
+            .iter()
+            .filter(|r| r.1 == dist)
+            .map(|r| {
+                format!(
+                    "{} RocksDB {}K / KVell {}K",
+                    r.0.to_ascii_uppercase(),
+                    r.2,
+                    r.3
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "**Paper** (REFERENCE.md, thousand ops/s): {}{}.\n",
+            paper_line.join("; "),
+            if dist == "uniform" {
+                "; on A KVell's 420K is 98% of a 428K ceiling (500K IOPS / 1.17 I/Os per request)"
+            } else {
+                ""
+            }
+        );
+        code_block(s, &group_commands(&gs));
+        let engines = run.engines_in(&gs);
+        s.push_str("Run-phase ops/s (fraction of the run's device ceiling):\n\n");
+        engine_table_head(
+            s,
+            run,
+            "workload",
+            "---",
+            &engines,
+            &[
+                ("KVell/RocksDB here", "---:"),
+                ("paper", "---:"),
+                ("verdict", "---"),
+            ],
+        );
+        let mut held = 0;
+        let mut judged = 0;
+        let mut failing: Vec<&Group> = Vec::new();
+        for g in &gs {
+            let w = g.label.chars().next().unwrap_or('?');
+            let _ = write!(s, "| {} |", w.to_ascii_uppercase());
+            let best = engines
+                .iter()
+                .filter_map(|e| entry(g, e).and_then(|x| tput(&x.run)))
+                .fold(0.0, f64::max);
+            for e in &engines {
+                let cell = entry(g, e).and_then(|x| {
+                    let t = tput(&x.run)?;
+                    let b = if t == best && engines.len() > 1 {
+                        format!("**{}**", ops_s(t))
+                    } else {
+                        ops_s(t)
+                    };
+                    Some(match ceiling(&x.run).1 {
+                        Some(f) => format!("{b} ({})", pct(f)),
+                        None => b,
+                    })
+                });
+                let _ = write!(s, " {} |", cell.unwrap_or_else(|| "N/A".into()));
+            }
+            let ours = ratio(
+                entry(g, "kvell").and_then(|x| tput(&x.run)),
+                entry(g, "rocksdb").and_then(|x| tput(&x.run)),
+            );
+            let pr = paper::YCSB_KOPS
+                .iter()
+                .find(|r| r.0 == w && r.1 == dist)
+                .map(|r| r.3 / r.2);
+            let v = match pr {
+                Some(p) => ratio_verdict(ours, p),
+                None => Verdict::NotComparable,
+            };
+            if v != Verdict::NotComparable {
+                judged += 1;
+                if v == Verdict::Holds {
+                    held += 1;
+                } else {
+                    failing.push(g);
+                }
+            }
+            let _ = writeln!(
+                s,
+                " {} | {} | {} |",
+                fx(ours),
+                match pr {
+                    Some(p) => format!("{p:.2}x"),
+                    None => "no number".into(),
+                },
+                if pr.is_none() {
+                    "no paper number".into()
+                } else {
+                    v.text().to_string()
+                }
+            );
+        }
+        s.push('\n');
+        let _ = writeln!(
+            s,
+            "**Shape:** ratio rule on KVell/RocksDB per workload: holds on {held} of {judged} \
+             workloads with a paper number.\n"
+        );
+        if dist == "uniform"
+            && let Some(k) = run.ycsb('a', "uniform").and_then(|g| entry(g, "kvell"))
+        {
+            let (c, f) = ceiling(&k.run);
+            let _ = writeln!(
+                s,
+                "KVell on A uniform: {} of a {} ops/s ceiling here ({} device IOPS for the \
+                     mix / {} I/Os per request); paper: {} of {}K ({}K IOPS / {}).\n",
+                opt(f, pct),
+                opt(c, ops_s),
+                opt(
+                    k.run.run().and_then(|p| p.ceiling.as_ref()?.device_iops),
+                    ops_s
+                ),
+                opt(
+                    k.run.run().and_then(|p| p.ceiling.as_ref()?.ios_per_op),
+                    |x| format!("{x:.2}")
+                ),
+                pct(paper::A_CEILING_FRACTION),
+                paper::A_CEILING_KOPS,
+                paper::A_DEVICE_KIOPS,
+                paper::A_IOS_PER_REQUEST
+            );
+        }
+        for g in &failing {
+            let _ = writeln!(s, "{} does not match the paper's ratio.", g.label);
+            let es: Vec<&Entry> = ["kvell", "rocksdb"]
+                .iter()
+                .filter_map(|n| entry(g, n))
+                .collect();
+            reasons(s, run, &es);
+        }
+        summary.push(Summary {
+            what: format!("{fig}: YCSB {dist}, KVell/RocksDB"),
+            verdict: format!("holds on {held} of {judged} workloads"),
+        });
+        images(s, &charts_of(charts, fig), link);
+    }
+}
