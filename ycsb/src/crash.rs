@@ -8,23 +8,29 @@
 //! at most one is). A key that lost an acknowledged write is LOST; a value that was
 //! never written, or that fails its checksum, is CORRUPT.
 
+use crate::error::{Error, Result};
 use crate::rng::Rng;
 use crate::value;
 use kvapi::Engine;
-use serde::Serialize;
+use kvtb_schema::CrashCycle as Cycle;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// What the child does per write, on one line of its standard output.
-/// `P <key> <version> <len>` pending put, `D <key> <version>` pending delete,
-/// `A <version>` acknowledged, `READY` once the engine is open.
-pub fn child(engine: Arc<dyn Engine>, keys: u64, seed: u64, cycle: u64) -> Result<(), String> {
-    let mut out = std::io::stdout().lock();
+/// What the child does per write, on one line of `out` (its standard output, a pipe
+/// to the parent): `P <key> <version> <len>` pending put, `D <key> <version>` pending
+/// delete, `A <version>` acknowledged, `READY` once the engine is open.
+pub fn child(
+    engine: Arc<dyn Engine>,
+    keys: u64,
+    seed: u64,
+    cycle: u64,
+    out: &mut dyn Write,
+) -> Result<()> {
     let mut rng = Rng::derive(seed, cycle);
-    let io = |e: std::io::Error| format!("writing to the parent: {e}");
+    let io = |e: std::io::Error| Error::io("writing to the parent", e);
     writeln!(out, "READY").map_err(io)?;
     out.flush().map_err(io)?;
     let mut n = 0u64;
@@ -37,14 +43,14 @@ pub fn child(engine: Arc<dyn Engine>, keys: u64, seed: u64, cycle: u64) -> Resul
             out.flush().map_err(io)?;
             engine
                 .delete(key.as_bytes())
-                .map_err(|e| format!("delete: {e}"))?;
+                .map_err(|e| Error::engine("delete", e))?;
         } else {
             let len = 16 + rng.below(2000) as usize;
             writeln!(out, "P {key} {version} {len}").map_err(io)?;
             out.flush().map_err(io)?;
             engine
                 .update(key.as_bytes(), &value::make(key.as_bytes(), version, len))
-                .map_err(|e| format!("put: {e}"))?;
+                .map_err(|e| Error::engine("put", e))?;
         }
         writeln!(out, "A {version}").map_err(io)?;
         out.flush().map_err(io)?;
@@ -56,19 +62,6 @@ pub fn child(engine: Arc<dyn Engine>, keys: u64, seed: u64, cycle: u64) -> Resul
 enum State {
     Absent,
     Version(u64),
-}
-
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Cycle {
-    pub cycle: u64,
-    pub acknowledged: u64,
-    pub pending_at_kill: u64,
-    pub keys_checked: u64,
-    pub lost: u64,
-    pub corrupt: u64,
-    pub recovery_s: f64,
-    /// First few problems, for the reader.
-    pub problems: Vec<String>,
 }
 
 /// The model the parent keeps across cycles: each key's last acknowledged state.
@@ -87,7 +80,7 @@ struct Event {
     acked: bool,
 }
 
-fn parse_events(lines: &[String]) -> Result<Vec<Event>, String> {
+fn parse_events(lines: &[String]) -> Result<Vec<Event>> {
     let mut ev: Vec<Event> = Vec::new();
     for l in lines {
         let f: Vec<&str> = l.split_whitespace().collect();
@@ -96,7 +89,7 @@ fn parse_events(lines: &[String]) -> Result<Vec<Event>, String> {
             ["P", key, v, _] | ["D", key, v] => {
                 let v: u64 = v
                     .parse()
-                    .map_err(|_| format!("bad line from the child: {l}"))?;
+                    .map_err(|_| Error::failed(format!("bad line from the child: {l}")))?;
                 let state = if f[0] == "P" {
                     State::Version(v)
                 } else {
@@ -111,12 +104,14 @@ fn parse_events(lines: &[String]) -> Result<Vec<Event>, String> {
             ["A", v] => {
                 let _: u64 = v
                     .parse()
-                    .map_err(|_| format!("bad line from the child: {l}"))?;
+                    .map_err(|_| Error::failed(format!("bad line from the child: {l}")))?;
                 if let Some(last) = ev.last_mut() {
                     last.acked = true;
                 }
             }
-            _ if l.starts_with("error") => return Err(format!("the child failed: {l}")),
+            _ if l.starts_with("error") => {
+                return Err(Error::failed(format!("the child failed: {l}")));
+            }
             _ => {} // a line cut by the kill
         }
     }
@@ -126,12 +121,7 @@ fn parse_events(lines: &[String]) -> Result<Vec<Event>, String> {
 impl Model {
     /// Checks the reopened engine against the model and this cycle's events, then
     /// moves the model to what was found.
-    fn check(
-        &mut self,
-        engine: &dyn Engine,
-        events: &[Event],
-        c: &mut Cycle,
-    ) -> Result<(), String> {
+    fn check(&mut self, engine: &dyn Engine, events: &[Event], c: &mut Cycle) -> Result<()> {
         let mut pending: HashMap<&str, State> = HashMap::new();
         for e in events {
             if let State::Version(v) = e.state {
@@ -159,7 +149,7 @@ impl Model {
             c.keys_checked += 1;
             let found = engine
                 .get(key.as_bytes())
-                .map_err(|e| format!("get {key} after recovery: {e}"))?;
+                .map_err(|e| Error::engine(format!("get {key} after recovery"), e))?;
             let found_state = match &found {
                 None => State::Absent,
                 Some(v) => {
@@ -207,8 +197,8 @@ pub fn audit(
     seed: u64,
     kill_after: (u64, u64),
     spawn_child: &dyn Fn(u64) -> Command,
-    open: &dyn Fn() -> Result<Arc<dyn Engine>, String>,
-) -> Result<Vec<Cycle>, String> {
+    open: &dyn Fn() -> Result<Arc<dyn Engine>>,
+) -> Result<Vec<Cycle>> {
     let mut rng = Rng::derive(seed, 0xC4A5);
     let mut model = Model::default();
     let mut out = Vec::new();
@@ -219,8 +209,11 @@ pub fn audit(
             .stdin(Stdio::null());
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("starting the child: {e}"))?;
-        let stdout = child.stdout.take().expect("piped");
+            .map_err(|e| Error::io("starting the child", e))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::failed("the child's standard output is not a pipe"))?;
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let reader = std::thread::spawn(move || {
             let mut lines = Vec::new();
@@ -241,19 +234,24 @@ pub fn audit(
             if let Some(mut e) = child.stderr.take() {
                 let _ = std::io::Read::read_to_string(&mut e, &mut err);
             }
-            return Err(format!("the child did not open the engine: {}", err.trim()));
+            return Err(Error::failed(format!(
+                "the child did not open the engine: {}",
+                err.trim()
+            )));
         }
         let wait_ms = kill_after.0 + rng.below(kill_after.1.saturating_sub(kill_after.0).max(1));
         std::thread::sleep(Duration::from_millis(wait_ms));
         let _ = child.kill(); // SIGKILL
         let status = child
             .wait()
-            .map_err(|e| format!("waiting for the child: {e}"))?;
+            .map_err(|e| Error::io("waiting for the child", e))?;
         let lines = reader
             .join()
-            .map_err(|_| "the reader thread panicked".to_string())?;
+            .map_err(|_| Error::failed("the reader thread panicked"))?;
         if status.success() {
-            return Err("the child exited by itself instead of being killed".into());
+            return Err(Error::failed(
+                "the child exited by itself instead of being killed",
+            ));
         }
         let events = parse_events(&lines)?;
         let t = Instant::now();
@@ -266,7 +264,7 @@ pub fn audit(
         model.check(engine.as_ref(), &events, &mut c)?;
         engine
             .close()
-            .map_err(|e| format!("closing after the check: {e}"))?;
+            .map_err(|e| Error::engine("closing after the check", e))?;
         drop(engine);
         out.push(c);
     }

@@ -1,47 +1,11 @@
-//! Device accounting: the block device's own counters (/proc/diskstats) around and
-//! during a run, and the snapshot of process CPU and I/O taken with them.
+//! Device accounting: what the data directory's block device did around and during a
+//! phase (from snapshots of the kernel's counters), and the ceiling a `ycsb device`
+//! result sets for the phase's I/O mix.
 
-use crate::measure::{cpu_times, proc_io};
-use serde::Serialize;
+use crate::procfs::{DiskStats, cpu_times, diskstats, proc_io};
+use kvtb_schema::{Ceiling, DeviceProbe, DeviceUse, Phase};
+use std::path::Path;
 use std::time::Duration;
-
-/// Cumulative counters of one block device, from /proc/diskstats.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DiskStats {
-    pub reads: u64,
-    pub read_bytes: u64,
-    pub writes: u64,
-    pub write_bytes: u64,
-    /// Milliseconds the device had I/O in flight (busy time).
-    pub io_ticks_ms: u64,
-    pub flushes: u64,
-}
-
-/// Parses the line of `device` in a /proc/diskstats text.
-pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskStats> {
-    text.lines().find_map(|l| {
-        let mut f = l.split_whitespace();
-        let (_maj, _min, name) = (f.next()?, f.next()?, f.next()?);
-        if name != device {
-            return None;
-        }
-        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
-        let at = |i: usize| v.get(i).copied().unwrap_or(0);
-        Some(DiskStats {
-            reads: at(0),
-            read_bytes: at(2) * 512,
-            writes: at(4),
-            write_bytes: at(6) * 512,
-            io_ticks_ms: at(9),
-            flushes: at(15),
-        })
-    })
-}
-
-/// The device's counters now.
-pub fn diskstats(device: &str) -> Option<DiskStats> {
-    parse_diskstats(&std::fs::read_to_string("/proc/diskstats").ok()?, device)
-}
 
 /// Process CPU, process I/O and device counters at one moment.
 #[derive(Clone, Copy, Debug)]
@@ -59,29 +23,6 @@ impl Snapshot {
             disk: device.and_then(diskstats),
         }
     }
-}
-
-/// What the device did between two snapshots, and what it means per request.
-#[derive(Clone, Debug, Serialize)]
-pub struct DeviceUse {
-    pub device: String,
-    pub reads: u64,
-    pub writes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub flushes: u64,
-    /// Fraction of the time the device had I/O in flight.
-    pub utilisation: f64,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    /// Device I/Os (reads + writes) per operation of the driver.
-    pub ios_per_op: f64,
-    /// Device bytes read per byte the driver read (keys and values returned).
-    pub read_amplification: Option<f64>,
-    /// Device bytes written per byte the driver wrote (keys and values).
-    pub write_amplification: Option<f64>,
-    /// Whole-device counters include every process's I/O on this device.
-    pub note: String,
 }
 
 /// Device use between `a` and `b` over `secs`, for `ops` operations that read
@@ -103,39 +44,55 @@ pub fn device_use(
     );
     let ratio = |x: u64, y: u64| (y > 0).then(|| x as f64 / y as f64);
     let per_sec = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
+    let busy = if secs > 0.0 {
+        (d(a.io_ticks_ms, b.io_ticks_ms) as f64 / 1000.0 / secs).min(1.0)
+    } else {
+        0.0
+    };
     DeviceUse {
         device: device.to_string(),
-        reads,
-        writes,
-        read_bytes: rb,
-        write_bytes: wb,
-        flushes: d(a.flushes, b.flushes),
-        utilisation: if secs > 0.0 { (d(a.io_ticks_ms, b.io_ticks_ms) as f64 / 1000.0 / secs).min(1.0) } else { 0.0 },
-        read_iops: per_sec(reads),
-        write_iops: per_sec(writes),
-        ios_per_op: ratio(reads + writes, ops).unwrap_or(0.0),
+        reads: Some(reads),
+        writes: Some(writes),
+        read_bytes: Some(rb),
+        write_bytes: Some(wb),
+        flushes: Some(d(a.flushes, b.flushes)),
+        utilisation: Some(busy),
+        read_iops: Some(per_sec(reads)),
+        write_iops: Some(per_sec(writes)),
+        ios_per_op: Some(ratio(reads + writes, ops).unwrap_or(0.0)),
         read_amplification: ratio(rb, user_read),
         write_amplification: ratio(wb, user_written),
         note: "whole-device counters (/proc/diskstats): I/O of other processes on the same device is included".into(),
     }
 }
 
+/// The ceiling of a phase from its device use and a device result read from `path`.
+pub fn ceiling(r: &Phase, path: &Path, d: &DeviceProbe) -> Option<Ceiling> {
+    let dev = r.device.as_ref()?;
+    let ios = dev.reads.unwrap_or(0) + dev.writes.unwrap_or(0);
+    let ios_per_op = dev.ios_per_op.unwrap_or(0.0);
+    // An engine that served the phase from memory (below one device I/O per hundred
+    // operations) is not bound by the device: no ceiling rather than an absurd one.
+    if ios == 0 || ios_per_op < 0.01 {
+        return None;
+    }
+    let rf = dev.reads.unwrap_or(0) as f64 / ios as f64;
+    let device_iops = d.mix_iops(rf)?;
+    let ceiling_ops_sec = device_iops / ios_per_op;
+    Some(Ceiling {
+        device_result: path.display().to_string(),
+        read_fraction: Some(rf),
+        device_iops: Some(device_iops),
+        ios_per_op: Some(ios_per_op),
+        ceiling_ops_sec: Some(ceiling_ops_sec),
+        fraction: Some(r.throughput_ops_sec / ceiling_ops_sec),
+        note: "counts device I/Os whatever their size: exact for 4 KiB random I/O engines (KVell), an estimate for engines issuing large sequential I/Os".into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_a_diskstats_line() {
-        let text = " 7 0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n 254 0 vda 312978 4822 20031738 211706 470378 20361 14047360 128033 0 66788 372126 7578 70 1971992 2729 142418 29657\n";
-        let s = parse_diskstats(text, "vda").unwrap();
-        assert_eq!(s.reads, 312_978);
-        assert_eq!(s.read_bytes, 20_031_738 * 512);
-        assert_eq!(s.writes, 470_378);
-        assert_eq!(s.write_bytes, 14_047_360 * 512);
-        assert_eq!(s.io_ticks_ms, 66_788);
-        assert_eq!(s.flushes, 142_418);
-        assert!(parse_diskstats(text, "sda").is_none());
-    }
 
     #[test]
     fn derives_amplification_and_ios_per_op() {
@@ -149,11 +106,11 @@ mod tests {
             flushes: 0,
         };
         let u = device_use("vda", &a, &b, 1.0, 1000, 1_024_000, 512_000);
-        assert_eq!(u.ios_per_op, 1.5);
+        assert_eq!(u.ios_per_op, Some(1.5));
         assert_eq!(u.read_amplification, Some(4.0));
         assert_eq!(u.write_amplification, Some(4.0));
-        assert_eq!(u.utilisation, 0.5);
-        assert_eq!(u.read_iops, 1000.0);
+        assert_eq!(u.utilisation, Some(0.5));
+        assert_eq!(u.read_iops, Some(1000.0));
         let none = device_use("vda", &a, &b, 1.0, 0, 0, 0);
         assert_eq!(none.read_amplification, None);
     }

@@ -36,8 +36,10 @@ impl<T> Default for DoneQueue<T> {
 }
 
 impl<T> DoneQueue<T> {
+    /// The queue is a hand-off slot (replies on their way, no engine state): a lock a
+    /// panicking thread held is taken over, here and in the waits below.
     fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        kvapi::sync::lock_handoff(&self.state)
     }
 
     pub fn push(&self, item: T) {
@@ -61,11 +63,11 @@ impl<T> DoneQueue<T> {
                 None => self
                     .cv
                     .wait_while(s, |s| s.want != 0)
-                    .unwrap_or_else(|e| e.into_inner()),
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
                 Some(t) => {
                     self.cv
                         .wait_timeout_while(s, t, |s| s.want != 0)
-                        .unwrap_or_else(|e| e.into_inner())
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .0
                 }
             };

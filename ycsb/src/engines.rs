@@ -1,5 +1,6 @@
 //! The engines the driver can open, by `--engine` name.
 
+use crate::error::{Error, Result};
 use crate::props::Properties;
 use kvapi::{Engine, Options};
 use std::path::Path;
@@ -34,7 +35,7 @@ pub fn options(name: &str, props: &Properties, data_root: &Path, memory: Option<
 }
 
 /// Opens an engine by name.
-pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>, String> {
+pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>> {
     let r = match name {
         "null" => baselines::null::open_engine(opts),
         "sled" => baselines::sled_engine::open_engine(opts),
@@ -43,17 +44,17 @@ pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>, String> {
         #[cfg(feature = "rocksdb")]
         "rocksdb" => rocksdb_engine::open_engine(opts),
         other if ALL.contains(&other) => {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "engine '{other}' is not part of this build yet (built: {})",
                 built().join(", ")
-            ));
+            )));
         }
         other => {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "unknown engine '{other}' (known: {})",
                 built().join(", ")
-            ));
+            )));
         }
     };
-    r.map_err(|e| format!("{name}: {e}"))
+    r.map_err(|e| Error::engine(name, e))
 }

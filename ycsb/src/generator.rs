@@ -5,6 +5,7 @@
 //! lacks: a configurable zipfian constant and an unscrambled zipfian (KVell's own
 //! benchmark, hot keys 0, 1, 2, ...).
 
+use crate::error::{Error, Result, lock};
 use crate::rng::Rng;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -200,11 +201,13 @@ impl AckCounter {
     }
 
     /// Records that the insert of `value` completed.
-    pub fn acknowledge(&self, value: i64) -> Result<(), String> {
-        let mut w = self.window.lock().map_err(|_| "ack window poisoned")?;
+    pub fn acknowledge(&self, value: i64) -> Result<()> {
+        let mut w = lock(&self.window, "the insert acknowledgement window")?;
         let slot = (value as usize) & (WINDOW - 1);
         if w[slot] {
-            return Err("too many unacknowledged insertion keys (over 2^20)".into());
+            return Err(Error::failed(
+                "too many unacknowledged insertion keys (over 2^20)",
+            ));
         }
         w[slot] = true;
         let mut limit = self.limit.load(Ordering::Relaxed);

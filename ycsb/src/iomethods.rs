@@ -10,39 +10,22 @@
 //! access that the kernel counted, so a reader sees how many accesses really went to
 //! the disk.
 
-use crate::probe::{Aligned, fill, open_direct, run_point};
+mod mmap;
+
+use crate::error::{Error, Result};
+use crate::probe::{fill, open_direct, run_point};
+use crate::procfs::usage;
 use crate::rng::Rng;
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+use kvell::io::AlignedBuf;
+use kvtb_schema::IoPoint;
+use mmap::{Mapping, drop_cache};
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const BLOCK: usize = 4096;
-
-/// One measured method.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct MethodPoint {
-    /// `mmap`, `pread` (synchronous O_DIRECT pread/pwrite) or `io_uring` (O_DIRECT).
-    pub method: String,
-    /// `randread` or `randwrite`.
-    pub op: String,
-    pub threads: usize,
-    pub queue_depth: usize,
-    pub iops: f64,
-    pub mib_per_s: f64,
-    pub lat_mean_us: f64,
-    pub lat_p99_us: f64,
-    /// CPU time of this process (user + system) per I/O. Write-back of dirty mapped
-    /// pages by the kernel's flusher threads is not in it.
-    pub cpu_us_per_io: f64,
-    /// Major page faults per access (mmap only): 1 means every access read the disk.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub major_faults_per_io: Option<f64>,
-    pub seconds: f64,
-}
 
 /// Settings of the comparison.
 #[derive(Clone, Debug)]
@@ -55,90 +38,48 @@ pub struct Config {
     pub seed: u64,
 }
 
+/// CPU seconds (user + system) and major faults of this process so far.
 fn cpu_and_faults() -> (f64, u64) {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a rusage struct.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_majflt as u64)
+    let u = usage();
+    ((u.user + u.system).as_secs_f64(), u.major_faults)
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "constant histogram bounds (1 ns to 60 s, 3 digits) that hdrhistogram accepts"
+)]
 fn hist() -> Histogram<u64> {
     Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds")
 }
 
-/// A shared, writable mapping of the whole file.
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain memory shared by the threads of one measurement; they
-// only do single-byte volatile reads and writes of distinct or racing bytes, which
-// for this measurement need no ordering.
-unsafe impl Sync for Mapping {}
-unsafe impl Send for Mapping {}
-
-impl Mapping {
-    fn new(f: &std::fs::File, len: usize) -> Result<Mapping, String> {
-        // SAFETY: a fresh shared mapping of `len` bytes of an open file; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(format!("mmap: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: the range is the mapping just made.
-        unsafe { libc::madvise(ptr, len, libc::MADV_RANDOM) };
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-    fn sync(&self) -> Result<(), String> {
-        // SAFETY: the range is our mapping.
-        if unsafe { libc::msync(self.ptr.cast(), self.len, libc::MS_SYNC) } != 0 {
-            return Err(format!("msync: {}", std::io::Error::last_os_error()));
-        }
-        Ok(())
+/// The error of opening the file with O_DIRECT: the path and the reason.
+fn opening_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        what: path.display().to_string(),
+        path: Some(path.to_path_buf()),
+        source,
     }
 }
 
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmapping the mapping made in `new`, used by no one any more.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
+/// What the comparison tells its caller as it goes.
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// The file is being written once, `mib` MiB.
+    Filling { file: &'a Path, mib: u64 },
+    /// The points of one operation (`randwrite`, then `randread`) were measured.
+    Measured(&'a [IoPoint]),
 }
 
-/// Drops the file's pages from the page cache (dirty ones are written first).
-fn drop_cache(f: &std::fs::File) -> Result<(), String> {
-    f.sync_all().map_err(|e| format!("fsync: {e}"))?;
-    // SAFETY: plain advice on an open descriptor.
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if r != 0 {
-        return Err(format!(
-            "posix_fadvise: {}",
-            std::io::Error::from_raw_os_error(r)
-        ));
-    }
-    Ok(())
-}
-
-fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<MethodPoint, String> {
+#[expect(
+    clippy::expect_used,
+    reason = "histograms of the same bounds always add"
+)]
+fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<IoPoint> {
     let f = OpenOptions::new()
         .read(true)
         .write(true)
         .open(&c.file)
-        .map_err(|e| format!("opening {}: {e}", c.file.display()))?;
+        .map_err(|e| Error::io_at("opening", &c.file, e))?;
     drop_cache(&f)?;
     let map = Mapping::new(&f, c.file_bytes as usize)?;
     let pages = c.file_bytes / BLOCK as u64;
@@ -158,15 +99,7 @@ fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<MethodPoint, Strin
                         let off =
                             (rng.below(pages) as usize) * BLOCK + rng.below(BLOCK as u64) as usize;
                         let t = Instant::now();
-                        // SAFETY: off < len, inside the live mapping; a single byte.
-                        unsafe {
-                            let p = map.ptr.add(off);
-                            if write {
-                                std::ptr::write_volatile(p, (n as u8).wrapping_add(1));
-                            } else {
-                                std::ptr::read_volatile(p);
-                            }
-                        }
+                        map.touch(off, write.then(|| (n as u8).wrapping_add(1)));
                         h.saturating_record(t.elapsed().as_nanos().max(1) as u64);
                         n += 1;
                     }
@@ -175,9 +108,12 @@ fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<MethodPoint, Strin
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().expect("mmap thread"))
-            .collect()
-    });
+            .map(|h| {
+                h.join()
+                    .map_err(|_| Error::failed("an mmap thread panicked"))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
     // Writes count once they are on the disk: the final msync is part of the time.
     if write {
         map.sync()?;
@@ -192,7 +128,7 @@ fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<MethodPoint, Strin
     }
     let n = n.max(1);
     let iops = n as f64 / elapsed;
-    Ok(MethodPoint {
+    Ok(IoPoint {
         method: "mmap".into(),
         op: op.into(),
         threads,
@@ -207,9 +143,9 @@ fn mmap_point(c: &Config, op: &str, threads: usize) -> Result<MethodPoint, Strin
     })
 }
 
-fn pread_point(c: &Config, op: &str) -> Result<MethodPoint, String> {
-    let f = open_direct(&c.file, false).map_err(|e| format!("{}: {e}", c.file.display()))?;
-    let mut buf = Aligned::new(BLOCK);
+fn pread_point(c: &Config, op: &str) -> Result<IoPoint> {
+    let f = open_direct(&c.file, false).map_err(|e| opening_error(&c.file, e))?;
+    let mut buf = AlignedBuf::new(BLOCK);
     let pages = c.file_bytes / BLOCK as u64;
     let mut rng = Rng::derive(c.seed, 7);
     let mut h = hist();
@@ -220,13 +156,13 @@ fn pread_point(c: &Config, op: &str) -> Result<MethodPoint, String> {
     while Instant::now() < deadline {
         let off = rng.below(pages) * BLOCK as u64;
         let t = Instant::now();
-        let b = &mut buf.slice_mut()[..BLOCK];
+        let b = &mut buf[..BLOCK];
         if op == "randwrite" {
             f.write_all_at(b, off)
         } else {
             f.read_exact_at(b, off)
         }
-        .map_err(|e| format!("{op} at {off}: {e}"))?;
+        .map_err(|e| Error::io(format!("{op} at {off}"), e))?;
         h.saturating_record(t.elapsed().as_nanos().max(1) as u64);
         n += 1;
     }
@@ -234,7 +170,7 @@ fn pread_point(c: &Config, op: &str) -> Result<MethodPoint, String> {
     let (cpu1, _) = cpu_and_faults();
     let n = n.max(1);
     let iops = n as f64 / elapsed;
-    Ok(MethodPoint {
+    Ok(IoPoint {
         method: "pread".into(),
         op: op.into(),
         threads: 1,
@@ -249,14 +185,14 @@ fn pread_point(c: &Config, op: &str) -> Result<MethodPoint, String> {
     })
 }
 
-fn uring_point(c: &Config, op: &str, qd: usize) -> Result<MethodPoint, String> {
-    let f = open_direct(&c.file, false).map_err(|e| format!("{}: {e}", c.file.display()))?;
+fn uring_point(c: &Config, op: &str, qd: usize) -> Result<IoPoint> {
+    let f = open_direct(&c.file, false).map_err(|e| opening_error(&c.file, e))?;
     let mut rng = Rng::derive(c.seed, 11 + qd as u64);
     let (cpu0, _) = cpu_and_faults();
     let p = run_point(&f, c.file_bytes, op, qd, BLOCK, 0.5, c.seconds, &mut rng)?;
     let (cpu1, _) = cpu_and_faults();
     let n = (p.iops * p.seconds).max(1.0);
-    Ok(MethodPoint {
+    Ok(IoPoint {
         method: "io_uring".into(),
         op: op.into(),
         threads: 1,
@@ -271,18 +207,22 @@ fn uring_point(c: &Config, op: &str, qd: usize) -> Result<MethodPoint, String> {
     })
 }
 
-/// Fills the file and measures every method for random writes, then random reads;
-/// one line per point on stderr.
-pub fn measure(c: &Config) -> Result<Vec<MethodPoint>, String> {
+/// Fills the file and measures every method for random writes, then random reads,
+/// telling `on` of the fill and of each operation's points.
+pub fn measure(c: &Config, on: &mut dyn FnMut(Step<'_>)) -> Result<Vec<IoPoint>> {
     if c.file_bytes < (16 << 20) || c.mmap_threads.iter().any(|t| *t == 0 || *t > 1024) {
-        return Err("the file must be at least 16 MiB and mmap threads within 1..=1024".into());
+        return Err(Error::usage(
+            "the file must be at least 16 MiB and mmap threads within 1..=1024",
+        ));
     }
     let bytes = c.file_bytes / (1 << 20) * (1 << 20);
     if let Some(dir) = c.file.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io_at("cannot create", dir, e))?;
     }
-    eprintln!("filling {} ({} MiB) ...", c.file.display(), bytes >> 20);
+    on(Step::Filling {
+        file: &c.file,
+        mib: bytes >> 20,
+    });
     fill(&c.file, bytes)?;
     let c = Config {
         file_bytes: bytes,
@@ -297,22 +237,9 @@ pub fn measure(c: &Config) -> Result<Vec<MethodPoint>, String> {
         for qd in [1, 64] {
             points.push(uring_point(&c, op, qd)?);
         }
-        for p in &points[points.len() - c.mmap_threads.len() - 3..] {
-            eprintln!(
-                "{:>9} {:>8} threads {:>2} qd {:>2}: {:>8.0} IOPS  mean {:>8.1} us  p99 {:>8.1} us  cpu {:>6.1} us/IO{}",
-                p.op,
-                p.method,
-                p.threads,
-                p.queue_depth,
-                p.iops,
-                p.lat_mean_us,
-                p.lat_p99_us,
-                p.cpu_us_per_io,
-                p.major_faults_per_io
-                    .map(|f| format!("  major faults/IO {f:.2}"))
-                    .unwrap_or_default()
-            );
-        }
+        on(Step::Measured(
+            &points[points.len() - c.mmap_threads.len() - 3..],
+        ));
     }
     Ok(points)
 }
@@ -344,7 +271,7 @@ mod tests {
             mmap_threads: vec![1, 2],
             seed: 3,
         };
-        let pts = measure(&c).unwrap();
+        let pts = measure(&c, &mut |_| {}).unwrap();
         assert_eq!(pts.len(), 10);
         for p in &pts {
             assert!(p.iops > 0.0, "{p:?}");
@@ -357,10 +284,13 @@ mod tests {
         // The cache was dropped first: at least some accesses faulted on the disk.
         assert!(mm.major_faults_per_io.unwrap() > 0.0, "{mm:?}");
         assert!(
-            measure(&Config {
-                file_bytes: 1 << 20,
-                ..c.clone()
-            })
+            measure(
+                &Config {
+                    file_bytes: 1 << 20,
+                    ..c.clone()
+                },
+                &mut |_| {}
+            )
             .is_err()
         );
     }

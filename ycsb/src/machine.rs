@@ -1,31 +1,8 @@
-//! A description of the machine a result came from.
+//! A description of the machine a result came from (the schema's [`Machine`]),
+//! read from /proc and /sys.
 
-use serde::Serialize;
+use kvtb_schema::{Disk, Machine};
 use std::path::Path;
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Machine {
-    pub hostname: String,
-    pub cpu_model: String,
-    pub cores: usize,
-    pub memory_bytes: Option<u64>,
-    pub kernel: String,
-    pub os: String,
-    /// The block device holding the data directory, where it can be found.
-    pub disk: Option<Disk>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Disk {
-    /// Kernel name of the whole device (e.g. `vda`, `nvme0n1`).
-    pub device: String,
-    pub model: Option<String>,
-    pub rotational: Option<bool>,
-    pub size_bytes: Option<u64>,
-    pub logical_block_size: Option<u64>,
-    pub physical_block_size: Option<u64>,
-    pub filesystem: Option<String>,
-}
 
 fn read(p: impl AsRef<Path>) -> Option<String> {
     std::fs::read_to_string(p)
@@ -33,64 +10,63 @@ fn read(p: impl AsRef<Path>) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-impl Machine {
-    /// Describes this machine; `data_dir` (if it exists) selects the disk reported.
-    pub fn describe(data_dir: Option<&Path>) -> Machine {
-        let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("model name")
-                    .and_then(|r| r.split(':').nth(1))
-            })
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|| "unknown".into());
-        let memory_bytes = read("/proc/meminfo").and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                .map(|kb| kb * 1024)
-        });
-        let os = read("/etc/os-release")
-            .and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                    .map(|s| s.trim_matches('"').to_string())
-            })
-            .unwrap_or_else(|| std::env::consts::OS.to_string());
-        Machine {
-            hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
-            cpu_model,
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-            memory_bytes,
-            kernel: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
-            os,
-            disk: data_dir.and_then(disk_of),
-        }
+/// Describes this machine; `data_dir` (if it exists) selects the disk reported.
+pub fn describe(data_dir: Option<&Path>) -> Machine {
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split(':').nth(1))
+        })
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let memory_bytes = read("/proc/meminfo").and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    let os = read("/etc/os-release")
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|s| s.trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    Machine {
+        hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+        cpu_model,
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        memory_bytes,
+        kernel: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        os,
+        disk: data_dir.and_then(disk_of),
     }
+}
 
-    pub fn one_line(&self) -> String {
-        format!(
-            "{} cores ({}), {:.1} GiB RAM, kernel {}{}",
-            self.cores,
-            self.cpu_model,
-            self.memory_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
-            self.kernel,
-            self.disk
-                .as_ref()
-                .map(|d| format!(
-                    ", disk {}{}",
-                    d.device,
-                    d.model
-                        .as_ref()
-                        .map(|m| format!(" ({m})"))
-                        .unwrap_or_default()
-                ))
-                .unwrap_or_default()
-        )
-    }
+/// The machine in one line (cores, CPU, memory, kernel, disk).
+pub fn one_line(m: &Machine) -> String {
+    format!(
+        "{} cores ({}), {:.1} GiB RAM, kernel {}{}",
+        m.cores,
+        m.cpu_model,
+        m.memory_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
+        m.kernel,
+        m.disk
+            .as_ref()
+            .map(|d| format!(
+                ", disk {}{}",
+                d.device,
+                d.model
+                    .as_ref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            ))
+            .unwrap_or_default()
+    )
 }
 
 /// The block device under `path`, via its st_dev and /sys/dev/block.
@@ -104,7 +80,7 @@ pub fn disk_of(path: &Path) -> Option<Disk> {
         }
     }
     let dev = std::fs::metadata(&p).ok()?.dev();
-    // SAFETY: major/minor only decode the integer.
+    // major/minor only decode the integer (safe functions of libc)
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
     // a partition's directory has a `partition` file; its parent is the whole disk

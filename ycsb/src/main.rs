@@ -1,3 +1,7 @@
+//! The `ycsb` command (see `cli/`).
+
+mod cli;
+
 // mimalloc as the global allocator of the `ycsb` binary: every engine runs in this
 // process, and per request the driver and the Rust engines allocate keys, values,
 // completions and replies; glibc malloc took about 7% of all CPU time on a 2-core
@@ -7,5 +11,5 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    std::process::exit(ycsb::cli::main());
+    std::process::exit(cli::main());
 }

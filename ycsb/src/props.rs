@@ -1,5 +1,6 @@
 //! YCSB property files (`-P FILE`) and overrides (`-p key=value`).
 
+use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -10,7 +11,7 @@ pub type Properties = BTreeMap<String, String>;
 /// `!` comments, blank lines, and lines continued with a trailing backslash. A line
 /// with no separator is an error naming the file and line, so a mangled file is not
 /// silently half-read.
-pub fn parse(text: &str, origin: &str, into: &mut Properties) -> Result<(), String> {
+pub fn parse(text: &str, origin: &str, into: &mut Properties) -> Result<()> {
     let mut pending = String::new();
     let mut start_line = 0;
     for (i, raw) in text.lines().enumerate() {
@@ -27,41 +28,45 @@ pub fn parse(text: &str, origin: &str, into: &mut Properties) -> Result<(), Stri
         }
         pending.push_str(line);
         let entry = std::mem::take(&mut pending);
-        let sep = entry.find(['=', ':']).ok_or_else(|| {
-            format!(
-                "{origin}, line {start_line}: expected key=value, got '{}'",
-                entry.trim()
-            )
-        })?;
+        let at_line = |message: String| Error::Parse {
+            file: origin.to_string(),
+            line: Some(start_line),
+            message,
+        };
+        let sep = entry
+            .find(['=', ':'])
+            .ok_or_else(|| at_line(format!("expected key=value, got '{}'", entry.trim())))?;
         let key = entry[..sep].trim();
         if key.is_empty() {
-            return Err(format!("{origin}, line {start_line}: empty property name"));
+            return Err(at_line("empty property name".into()));
         }
         into.insert(key.to_string(), entry[sep + 1..].trim().to_string());
     }
     if !pending.is_empty() {
-        return Err(format!(
-            "{origin}, line {start_line}: file ends inside a continued line"
-        ));
+        return Err(Error::Parse {
+            file: origin.to_string(),
+            line: Some(start_line),
+            message: "file ends inside a continued line".into(),
+        });
     }
     Ok(())
 }
 
 /// Reads and parses a property file.
-pub fn load_file(path: &Path, into: &mut Properties) -> Result<(), String> {
+pub fn load_file(path: &Path, into: &mut Properties) -> Result<()> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read property file {}: {e}", path.display()))?;
+        .map_err(|e| Error::io_at("cannot read property file", path, e))?;
     parse(&text, &path.display().to_string(), into)
 }
 
 /// Applies one `-p key=value` override.
-pub fn set_override(arg: &str, into: &mut Properties) -> Result<(), String> {
+pub fn set_override(arg: &str, into: &mut Properties) -> Result<()> {
     let (k, v) = arg
         .split_once('=')
-        .ok_or_else(|| format!("-p {arg}: expected key=value"))?;
+        .ok_or_else(|| Error::usage(format!("-p {arg}: expected key=value")))?;
     let k = k.trim();
     if k.is_empty() {
-        return Err(format!("-p {arg}: empty property name"));
+        return Err(Error::usage(format!("-p {arg}: empty property name")));
     }
     into.insert(k.to_string(), v.trim().to_string());
     Ok(())
@@ -88,7 +93,9 @@ mod tests {
     #[test]
     fn malformed_lines_are_reported_with_line_numbers() {
         let mut p = Properties::new();
-        let e = parse("a=1\nthis line has no separator\n", "wl", &mut p).unwrap_err();
+        let e = parse("a=1\nthis line has no separator\n", "wl", &mut p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("wl, line 2"), "{e}");
         assert!(parse("=3\n", "wl", &mut p).is_err());
         assert!(set_override("noequals", &mut p).is_err());

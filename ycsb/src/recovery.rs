@@ -5,10 +5,11 @@
 //! reads back a sample of the loaded records, each checked against the value format
 //! the driver writes (a record must exist and hold a value that was written for it).
 
+use crate::error::{Error, Result};
 use crate::value;
 use crate::workload::Workload;
 use kvapi::Engine;
-use serde::Serialize;
+use kvtb_schema::RecoveryCycle;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -28,20 +29,9 @@ pub struct Plan {
     pub verify: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct CycleResult {
-    pub run_s_before_kill: f64,
-    /// The child's own count at its last report before the kill (it reports once a
-    /// second), so a lower bound.
-    pub ops_before_kill: u64,
-    pub data_bytes: u64,
-    pub recovery_s: f64,
-    pub verified_records: u64,
-    pub missing_records: u64,
-}
-
+/// What every cycle measured.
 pub struct Outcome {
-    pub cycles: Vec<CycleResult>,
+    pub cycles: Vec<RecoveryCycle>,
     pub median_s: f64,
     pub counters_after_open: BTreeMap<String, Option<u64>>,
 }
@@ -75,7 +65,7 @@ fn status(line: &str) -> Option<(u64, u64)> {
 
 /// Runs the child until it has run `secs` seconds, then kills it; returns the
 /// seconds and operations of its last report.
-fn run_and_kill(p: &Plan) -> Result<(f64, u64), String> {
+fn run_and_kill(p: &Plan) -> Result<(f64, u64)> {
     let mut child = Command::new(&p.exe)
         .args(&p.child_args)
         .env("YCSB_STATUS_INTERVAL", "1")
@@ -83,8 +73,11 @@ fn run_and_kill(p: &Plan) -> Result<(f64, u64), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("starting {}: {e}", p.exe.display()))?;
-    let stderr = child.stderr.take().expect("piped");
+        .map_err(|e| Error::io_at("starting", &p.exe, e))?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| Error::failed("the child's standard error is not a pipe"))?;
     let (tx, rx) = mpsc::channel::<String>();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -115,14 +108,14 @@ fn run_and_kill(p: &Plan) -> Result<(f64, u64), String> {
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if Instant::now() > give_up {
-                    break Err("the child did not report progress in time".to_string());
+                    break Err(Error::failed("the child did not report progress in time"));
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(format!(
+                break Err(Error::failed(format!(
                     "the child exited before the kill: {}",
                     tail.join(" | ")
-                ));
+                )));
             }
         }
     };
@@ -141,22 +134,31 @@ fn sample(records: i64, n: u64) -> Vec<i64> {
     (0..n as i64).map(|i| i * records / n as i64).collect()
 }
 
-/// Runs every cycle.
+/// A cycle just measured, and up to three of the records it found missing.
+pub struct CycleDone<'a> {
+    /// Counted from 1.
+    pub cycle: u64,
+    pub result: &'a RecoveryCycle,
+    pub missing_examples: &'a [String],
+}
+
+/// Runs every cycle, telling `on_cycle` of each as it ends.
 pub fn measure(
     p: &Plan,
     w: &Workload,
-    open: &dyn Fn() -> Result<Arc<dyn Engine>, String>,
+    open: &dyn Fn() -> Result<Arc<dyn Engine>>,
     dir: &Path,
-) -> Result<Outcome, String> {
+    on_cycle: &mut dyn FnMut(CycleDone<'_>),
+) -> Result<Outcome> {
     let mut cycles = Vec::new();
     let mut counters = BTreeMap::new();
     for cycle in 0..p.cycles {
         let (ran, ops) = run_and_kill(p)?;
         let data_bytes = dir_bytes(dir);
         let t = Instant::now();
-        let engine = open().map_err(|e| format!("reopening after the kill: {e}"))?;
+        let engine = open().map_err(|e| e.context("reopening after the kill"))?;
         let recovery_s = t.elapsed().as_secs_f64();
-        counters = crate::report::counters_map(&engine.counters());
+        counters = crate::results::counters_map(&engine.counters());
         let mut missing = 0;
         let mut checked = 0;
         let mut problems = Vec::new();
@@ -166,9 +168,9 @@ pub fn measure(
             match engine.get(key.as_bytes()) {
                 Ok(Some(v)) if value::verify(key.as_bytes(), &v) => {}
                 Ok(Some(_)) => {
-                    return Err(format!(
+                    return Err(Error::failed(format!(
                         "{key} holds a value that was never written for it after recovery"
-                    ));
+                    )));
                 }
                 Ok(None) => {
                     missing += 1;
@@ -176,29 +178,25 @@ pub fn measure(
                         problems.push(key);
                     }
                 }
-                Err(e) => return Err(format!("reading {key} after recovery: {e}")),
+                Err(e) => return Err(Error::engine(format!("reading {key} after recovery"), e)),
             }
         }
-        engine.close().map_err(|e| format!("closing: {e}"))?;
+        engine.close().map_err(|e| Error::engine("closing", e))?;
         drop(engine);
-        eprintln!(
-            "cycle {}: killed after {ran:.0} s ({ops} operations), {} MiB on disk, reopened in {recovery_s:.3} s, {checked} records read back, {missing} missing{}",
-            cycle + 1,
-            data_bytes >> 20,
-            if problems.is_empty() {
-                String::new()
-            } else {
-                format!(" (e.g. {})", problems.join(", "))
-            }
-        );
-        cycles.push(CycleResult {
+        let result = RecoveryCycle {
             run_s_before_kill: ran,
             ops_before_kill: ops,
             data_bytes,
             recovery_s,
             verified_records: checked,
             missing_records: missing,
+        };
+        on_cycle(CycleDone {
+            cycle: cycle + 1,
+            result: &result,
+            missing_examples: &problems,
         });
+        cycles.push(result);
     }
     let mut r: Vec<f64> = cycles.iter().map(|c| c.recovery_s).collect();
     r.sort_by(f64::total_cmp);

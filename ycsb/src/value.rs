@@ -57,7 +57,9 @@ pub fn make(key: &[u8], version: u64, len: usize) -> Vec<u8> {
 
 /// The version a value claims to be, if it is long enough to carry one.
 pub fn version_of(value: &[u8]) -> Option<u64> {
-    (value.len() >= 16).then(|| u64::from_le_bytes(value[..8].try_into().expect("8 bytes")))
+    let mut v = [0u8; 8];
+    v.copy_from_slice(value.get(..8)?);
+    (value.len() >= 16).then_some(u64::from_le_bytes(v))
 }
 
 /// Whether `value` is exactly what [`make`] gives for `key` at the version it

@@ -1,6 +1,7 @@
 //! The core workload: YCSB's `CoreWorkload` properties resolved into a validated
 //! [`Workload`], and per-thread [`OpStream`]s that draw operations from it.
 
+use crate::error::{Error, Result};
 use crate::generator::{
     AckCounter, KeyChooser, LengthGen, ScrambledZipfian, ZIPFIAN_CONSTANT, Zipfian, key_name,
 };
@@ -177,43 +178,45 @@ fn get<'a>(p: &'a Properties, k: &str, default: &'a str) -> &'a str {
     p.get(k).map(|s| s.as_str()).unwrap_or(default)
 }
 
-fn int(p: &Properties, k: &str, default: i64) -> Result<i64, String> {
+fn int(p: &Properties, k: &str, default: i64) -> Result<i64> {
     let v = get(p, k, "");
     if v.is_empty() {
         return Ok(default);
     }
     let n: i64 = v
         .parse()
-        .map_err(|_| format!("property {k}: expected an integer, got '{v}'"))?;
+        .map_err(|_| Error::usage(format!("property {k}: expected an integer, got '{v}'")))?;
     if n < 0 {
-        return Err(format!("property {k}: must not be negative, got {n}"));
+        return Err(Error::usage(format!(
+            "property {k}: must not be negative, got {n}"
+        )));
     }
     Ok(n)
 }
 
-fn float(p: &Properties, k: &str, default: f64) -> Result<f64, String> {
+fn float(p: &Properties, k: &str, default: f64) -> Result<f64> {
     let v = get(p, k, "");
     if v.is_empty() {
         return Ok(default);
     }
     let x: f64 = v
         .parse()
-        .map_err(|_| format!("property {k}: expected a number, got '{v}'"))?;
+        .map_err(|_| Error::usage(format!("property {k}: expected a number, got '{v}'")))?;
     if !x.is_finite() || x < 0.0 {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "property {k}: must be a non-negative number, got '{v}'"
-        ));
+        )));
     }
     Ok(x)
 }
 
-fn boolean(p: &Properties, k: &str, default: bool) -> Result<bool, String> {
+fn boolean(p: &Properties, k: &str, default: bool) -> Result<bool> {
     match get(p, k, if default { "true" } else { "false" }) {
         "true" | "TRUE" | "True" | "1" => Ok(true),
         "false" | "FALSE" | "False" | "0" => Ok(false),
-        other => Err(format!(
+        other => Err(Error::usage(format!(
             "property {k}: expected true or false, got '{other}'"
-        )),
+        ))),
     }
 }
 
@@ -228,7 +231,7 @@ pub fn unknown_properties(p: &Properties, engines: &[&str]) -> Vec<String> {
 
 impl Workload {
     /// Resolves YCSB core-workload properties, with YCSB's defaults.
-    pub fn from_properties(p: &Properties) -> Result<Workload, String> {
+    pub fn from_properties(p: &Properties) -> Result<Workload> {
         let recordcount = int(p, "recordcount", 1000)?;
         let operationcount = int(p, "operationcount", 1000)?;
         let insertstart = int(p, "insertstart", 0)?;
@@ -249,7 +252,9 @@ impl Workload {
         }
         let sum: f64 = mix.iter().map(|(_, x)| x).sum();
         if sum <= 0.0 {
-            return Err("all operation proportions are zero: set at least one of readproportion, updateproportion, insertproportion, scanproportion, readmodifywriteproportion, deleteproportion".into());
+            return Err(Error::usage(
+                "all operation proportions are zero: set at least one of readproportion, updateproportion, insertproportion, scanproportion, readmodifywriteproportion, deleteproportion",
+            ));
         }
         for m in &mut mix {
             m.1 /= sum;
@@ -258,17 +263,17 @@ impl Workload {
             "hashed" => false,
             "ordered" => true,
             other => {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "property insertorder: expected hashed or ordered, got '{other}'"
-                ));
+                )));
             }
         };
         let zeropadding = int(p, "zeropadding", 1)? as usize;
         let theta = float(p, "zipfianconstant", ZIPFIAN_CONSTANT)?;
         if !(0.0..1.0).contains(&theta) || theta == 0.0 {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "property zipfianconstant: must be in (0, 1), got {theta}"
-            ));
+            )));
         }
         // value size: one blob of fieldcount x fieldlength bytes, or `valuesize`
         let value_len = if p.contains_key("valuesize") {
@@ -289,9 +294,9 @@ impl Workload {
                     theta,
                 )),
                 other => {
-                    return Err(format!(
+                    return Err(Error::usage(format!(
                         "property fieldlengthdistribution: expected constant, uniform or zipfian, got '{other}'"
-                    ));
+                    )));
                 }
             }
         };
@@ -300,17 +305,17 @@ impl Workload {
             "production" => ValueSizes::ProductionCode,
             "production_paper" => ValueSizes::ProductionPaper,
             other => {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "property valuesizes: expected constant, production or production_paper, got '{other}'"
-                ));
+                )));
             }
         };
         let minscan = int(p, "minscanlength", 1)?;
         let maxscan = int(p, "maxscanlength", 1000)?;
         if maxscan < minscan {
-            return Err(format!(
+            return Err(Error::usage(format!(
                 "maxscanlength ({maxscan}) is below minscanlength ({minscan})"
-            ));
+            )));
         }
         let scan_len = match get(p, "scanlengthdistribution", "uniform") {
             "uniform" => LengthGen::Uniform {
@@ -320,9 +325,9 @@ impl Workload {
             "zipfian" => LengthGen::Zipfian(Zipfian::new(minscan, maxscan, theta)),
             "constant" => LengthGen::Constant(maxscan),
             other => {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "property scanlengthdistribution: expected uniform, zipfian or constant, got '{other}'"
-                ));
+                )));
             }
         };
         let insert_prop = mix
@@ -332,7 +337,9 @@ impl Workload {
             .unwrap_or(0.0);
         let dist = get(p, "requestdistribution", "uniform").to_string();
         if insertcount == 0 && dist != "latest" && dist != "exponential" {
-            return Err("recordcount (or insertcount) is 0: nothing to read".into());
+            return Err(Error::usage(
+                "recordcount (or insertcount) is 0: nothing to read",
+            ));
         }
         let hi = insertstart + insertcount - 1;
         let chooser = match dist.as_str() {
@@ -353,9 +360,9 @@ impl Workload {
                 let hot_frac = float(p, "hotspotdatafraction", 0.2)?;
                 let hot_opn = float(p, "hotspotopnfraction", 0.8)?;
                 if hot_frac > 1.0 || hot_opn > 1.0 {
-                    return Err(
-                        "hotspotdatafraction and hotspotopnfraction must be in [0, 1]".into(),
-                    );
+                    return Err(Error::usage(
+                        "hotspotdatafraction and hotspotopnfraction must be in [0, 1]",
+                    ));
                 }
                 let interval = hi - insertstart + 1;
                 let hot = (interval as f64 * hot_frac) as i64;
@@ -370,10 +377,9 @@ impl Workload {
                 let pct = float(p, "exponential.percentile", 95.0)?;
                 let frac = float(p, "exponential.frac", 0.857_142_857_1)?;
                 if pct >= 100.0 || frac <= 0.0 {
-                    return Err(
-                        "exponential.percentile must be below 100 and exponential.frac positive"
-                            .into(),
-                    );
+                    return Err(Error::usage(
+                        "exponential.percentile must be below 100 and exponential.frac positive",
+                    ));
                 }
                 KeyChooser::Exponential {
                     gamma: -(1.0 - pct / 100.0).ln() / (recordcount.max(1) as f64 * frac),
@@ -389,9 +395,9 @@ impl Workload {
                     "as_coded" => false,
                     "as_written" => true,
                     other => {
-                        return Err(format!(
+                        return Err(Error::usage(format!(
                             "property production2.thresholds: expected as_coded or as_written, got '{other}'"
-                        ));
+                        )));
                     }
                 };
                 KeyChooser::Buckets {
@@ -406,9 +412,9 @@ impl Workload {
                 cursor: 0,
             },
             other => {
-                return Err(format!(
+                return Err(Error::usage(format!(
                     "property requestdistribution: unknown distribution '{other}' (uniform, zipfian, unscrambledzipfian, latest, hotspot, exponential, sequential, production1, production2)"
-                ));
+                )));
             }
         };
         Ok(Workload {
@@ -497,7 +503,9 @@ impl OpStream {
                 return *k;
             }
         }
-        self.cumulative.last().expect("non-empty mix").0
+        // the last kind's cumulative share is 1 (up to rounding); a resolved workload
+        // always has one kind at least
+        self.cumulative.last().map_or(OpKind::Read, |c| c.0)
     }
 
     /// The length of the next value to write for key number `keynum`.
@@ -536,7 +544,7 @@ impl OpStream {
         }
     }
 
-    pub fn acknowledge_insert(&self, keynum: i64) -> Result<(), String> {
+    pub fn acknowledge_insert(&self, keynum: i64) -> Result<()> {
         self.inserts.acknowledge(keynum)
     }
 }
@@ -561,19 +569,25 @@ mod tests {
         .unwrap();
         assert_eq!(w.mix, vec![(OpKind::Read, 0.5), (OpKind::Update, 0.5)]);
         for bad in ["-0.5", "abc", "NaN"] {
-            let e = Workload::from_properties(&props(&[("readproportion", bad)])).unwrap_err();
+            let e = Workload::from_properties(&props(&[("readproportion", bad)]))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("readproportion"), "{e}");
         }
         let e = Workload::from_properties(&props(&[
             ("readproportion", "0"),
             ("updateproportion", "0"),
         ]))
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("all operation proportions are zero"), "{e}");
-        let e = Workload::from_properties(&props(&[("recordcount", "-5")])).unwrap_err();
+        let e = Workload::from_properties(&props(&[("recordcount", "-5")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("negative"), "{e}");
-        let e =
-            Workload::from_properties(&props(&[("requestdistribution", "gaussian")])).unwrap_err();
+        let e = Workload::from_properties(&props(&[("requestdistribution", "gaussian")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("gaussian"), "{e}");
     }
 

@@ -1,5 +1,10 @@
 //! End-to-end tests of the `ycsb` command: key vectors, seeded repeatability, sled
 //! and null runs with JSON results, and clear errors on bad input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers: a failed step is a failed test"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,97 @@
+//! The options every workload-driving subcommand shares: which workload, and how to
+//! drive the engine with it.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct WorkloadArgs {
+    /// Workload: A..F (YCSB's core workloads) or a workload file.
+    #[arg(short = 'w', long = "workload")]
+    pub(super) workload: Option<String>,
+    /// A YCSB property file (repeatable; later files override earlier ones).
+    #[arg(short = 'P', value_name = "FILE")]
+    pub(super) property_files: Vec<PathBuf>,
+    /// A property override, key=value (repeatable; engine options are
+    /// <engine>.<option>=value, e.g. -p sled.cache=1G).
+    #[arg(short = 'p', value_name = "KEY=VALUE")]
+    pub(super) props: Vec<String>,
+    /// Seed of every random stream: the same seed gives the same operations.
+    #[arg(long, default_value_t = 1)]
+    pub(super) seed: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct DriveArgs {
+    /// Client threads (closed loop); YCSB's threadcount.
+    #[arg(long)]
+    pub(super) threads: Option<usize>,
+    /// Target rate in operations per second, all threads together; latency is then
+    /// also measured from each operation's intended start.
+    #[arg(long)]
+    pub(super) target: Option<f64>,
+    /// Arrivals at the --target rate: constant (YCSB's evenly spaced schedule) or
+    /// poisson (open loop with exponential gaps).
+    #[arg(long, default_value = "constant")]
+    pub(super) arrival: String,
+    /// Drive asynchronously from one injector with this many requests in flight.
+    #[arg(long)]
+    pub(super) qd: Option<usize>,
+    /// Seconds at the start of the run phase left out of the measurement.
+    #[arg(long)]
+    pub(super) warmup: Option<f64>,
+    /// Stop the run phase after this many seconds (YCSB's maxexecutiontime).
+    #[arg(long)]
+    pub(super) duration: Option<f64>,
+    /// Memory budget: the cache size given to each engine (e.g. 1G), unless an
+    /// engine's own cache option is set.
+    #[arg(long)]
+    pub(super) memory: Option<String>,
+    /// Root of the data directories (an engine's default is <data>/<engine>).
+    #[arg(long, default_value = "data")]
+    pub(super) data: PathBuf,
+    /// Print periodic status (accepted for YCSB compatibility; status is on by
+    /// default, see --quiet).
+    #[arg(short = 's')]
+    pub(super) status: bool,
+    /// No progress output.
+    #[arg(long)]
+    pub(super) quiet: bool,
+    /// A `ycsb device` result for the disk under the data directory; by default
+    /// results/device/device-<disk>.json is used when it exists.
+    #[arg(long)]
+    pub(super) device_result: Option<PathBuf>,
+}
+
+/// The arguments that make a child `ycsb run` drive the same workload the same way.
+pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(x) = &w.workload {
+        v.extend(["-w".to_string(), x.clone()]);
+    }
+    for f in &w.property_files {
+        v.extend(["-P".to_string(), f.display().to_string()]);
+    }
+    for p in &w.props {
+        v.extend(["-p".to_string(), p.clone()]);
+    }
+    v.extend(["--seed".to_string(), w.seed.to_string()]);
+    let opt = |v: &mut Vec<String>, k: &str, x: Option<String>| {
+        if let Some(x) = x {
+            v.extend([k.to_string(), x]);
+        }
+    };
+    opt(&mut v, "--threads", d.threads.map(|x| x.to_string()));
+    opt(&mut v, "--target", d.target.map(|x| x.to_string()));
+    opt(&mut v, "--qd", d.qd.map(|x| x.to_string()));
+    opt(&mut v, "--memory", d.memory.clone());
+    opt(&mut v, "--warmup", d.warmup.map(|x| x.to_string()));
+    opt(
+        &mut v,
+        "--device-result",
+        d.device_result.as_ref().map(|p| p.display().to_string()),
+    );
+    v.extend(["--arrival".to_string(), d.arrival.clone()]);
+    v.extend(["--data".to_string(), d.data.display().to_string()]);
+    v
+}

@@ -1,0 +1,137 @@
+//! `ycsb device`: the disk under a data directory measured (O_DIRECT, io_uring), a
+//! table printed and the device result written, which runs then take their ceiling
+//! from.
+
+use clap::Args;
+use kvtb_schema::{DeviceProbe, SCHEMA_VERSION};
+use std::path::PathBuf;
+use ycsb::probe::{ProbeConfig, Step};
+use ycsb::results::{unix_now, write_json};
+use ycsb::{Error, Result, machine, probe};
+
+#[derive(Args, Debug)]
+pub(super) struct DeviceArgs {
+    /// Directory on the disk to measure (the probe file is written there).
+    #[arg(long, default_value = "data")]
+    pub(super) data: PathBuf,
+    /// Size of the probe file (larger than the device's caches).
+    #[arg(long, default_value = "2G")]
+    pub(super) size: String,
+    /// Queue depths to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,128,256")]
+    pub(super) qds: Vec<usize>,
+    /// Seconds per point.
+    #[arg(long, default_value_t = 2.0)]
+    pub(super) seconds: f64,
+    /// Fraction of reads in the mixed pattern (YCSB A: 0.5).
+    #[arg(long, default_value_t = 0.5)]
+    pub(super) mix: f64,
+    /// Keep the probe file afterwards.
+    #[arg(long)]
+    pub(super) keep: bool,
+    /// Where to write the result (default results/device/device-<disk>.json).
+    #[arg(long)]
+    pub(super) out: Option<PathBuf>,
+}
+
+/// Where a disk's device result is looked for by default.
+pub(super) fn default_device_result(disk: &str) -> PathBuf {
+    PathBuf::from(format!("results/device/device-{disk}.json"))
+}
+
+pub(super) fn device(a: &DeviceArgs) -> Result<()> {
+    let bytes = kvapi::parse_bytes(&a.size).ok_or_else(|| {
+        Error::usage(format!(
+            "--size: expected a size such as 2G, got '{}'",
+            a.size
+        ))
+    })?;
+    if a.qds.is_empty() || a.qds.iter().any(|q| *q == 0 || *q > 4096) {
+        return Err(Error::usage(
+            "--qds: queue depths must be between 1 and 4096",
+        ));
+    }
+    if a.seconds.is_nan() || a.seconds <= 0.0 || !(0.0..=1.0).contains(&a.mix) {
+        return Err(Error::usage(
+            "--seconds must be positive and --mix within [0, 1]",
+        ));
+    }
+    std::fs::create_dir_all(&a.data).map_err(|e| Error::io_at("cannot create", &a.data, e))?;
+    let machine = machine::describe(Some(&a.data));
+    let disk = machine
+        .disk
+        .as_ref()
+        .map(|d| d.device.clone())
+        .unwrap_or_else(|| "unknown".into());
+    let file = a.data.join("kvtb-device-probe.dat");
+    let cfg = ProbeConfig {
+        file: file.clone(),
+        file_bytes: bytes,
+        queue_depths: a.qds.clone(),
+        seconds: a.seconds,
+        mixed_read_fraction: a.mix,
+        seed: 1,
+    };
+    let started = unix_now();
+    let result = probe::probe(&cfg, &mut show);
+    if !a.keep {
+        let _ = std::fs::remove_file(&file);
+    }
+    let (fill, points) = result?;
+    println!("# device {disk}: {}", machine::one_line(&machine));
+    let report = DeviceProbe {
+        format: SCHEMA_VERSION,
+        kind: DeviceProbe::KIND.into(),
+        command: std::env::args().collect(),
+        started_unix_s: started,
+        machine,
+        file: file.display().to_string(),
+        file_bytes: bytes,
+        fill_mib_per_s: fill,
+        points,
+    };
+    println!("pattern    qd   block      IOPS     MiB/s  mean us   p99 us");
+    for p in &report.points {
+        println!(
+            "{:<9} {:>3} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1}",
+            p.pattern,
+            p.queue_depth,
+            p.block_bytes,
+            p.iops,
+            p.mib_per_s,
+            p.lat_mean_us,
+            p.lat_p99_us
+        );
+    }
+    println!("sequential fill (1 MiB O_DIRECT writes, QD 1): {fill:.0} MiB/s");
+    if let (Some(m), Some(model)) = (report.iops("mixed", None), report.mix_iops(a.mix)) {
+        println!(
+            "best mixed IOPS {m:.0} vs harmonic model from read/write {model:.0} ({:+.0}%)",
+            (m / model - 1.0) * 100.0
+        );
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| default_device_result(&disk));
+    write_json(&out, &report)?;
+    println!("device result written to {}", out.display());
+    Ok(())
+}
+
+/// The probe's progress on standard error.
+fn show(step: Step<'_>) {
+    match step {
+        Step::Filling { file, mib } => eprintln!("filling {} ({mib} MiB) ...", file.display()),
+        Step::Measured(p) => eprintln!(
+            "{:>9} qd {:>3} bs {:>7}: {:>9.0} IOPS {:>8.1} MiB/s  lat mean {:>8.1} us p99 {:>8.1} us",
+            p.pattern,
+            p.queue_depth,
+            p.block_bytes,
+            p.iops,
+            p.mib_per_s,
+            p.lat_mean_us,
+            p.lat_p99_us
+        ),
+    }
+}

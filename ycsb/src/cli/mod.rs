@@ -1,0 +1,131 @@
+//! The `ycsb` command line: the clap types of the subcommands and the dispatch to
+//! them, one file per subcommand. Part of the binary only; it prints what the
+//! library measures and every error.
+
+mod args;
+mod compare;
+mod crash;
+mod device;
+mod engine_run;
+mod engines;
+mod iomethods;
+mod machine;
+mod progress;
+mod recovery;
+mod run;
+mod session;
+mod trace;
+mod workloads;
+
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ycsb",
+    version,
+    about = "YCSB driver of kvell-testbed: load, run and compare key-value engines",
+    after_help = "YCSB-style single-dash options (-threads N, -target OPS) are accepted too.\nEngines: kvell, wal, rocksdb, sled, null (see `ycsb engines`)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Insert the workload's records into an engine.
+    Load(run::PhaseArgs),
+    /// Run the workload's operation mix against an engine.
+    Run(run::RunArgs),
+    /// Load and run several engines one after another on the same seeded workload and
+    /// print one table with the engines as columns.
+    Compare(compare::CompareArgs),
+    /// Write the exact operation sequence a run would issue to a CSV file, without
+    /// touching an engine.
+    Trace(trace::TraceCmd),
+    /// Measure the disk under a data directory (O_DIRECT, io_uring): random 4 KiB
+    /// read, write and mixed IOPS at several queue depths, and sequential bandwidth;
+    /// runs then state the ceiling for their I/O mix and the fraction reached.
+    Device(device::DeviceArgs),
+    /// Compare I/O methods on one file (the paper's Table 3): random 4 KiB reads and
+    /// writes through mmap (1 and several threads), synchronous O_DIRECT pread/pwrite,
+    /// and io_uring at queue depth 1 and 64.
+    Iomethods(iomethods::IoMethodsArgs),
+    /// Recovery time after a crash: load the records, run the workload in a child
+    /// process, kill it with SIGKILL, reopen the engine (timed) and check the records.
+    Recovery(recovery::RecoveryArgs),
+    /// Durability audit: kill a writing child with SIGKILL at random moments, reopen,
+    /// and check every acknowledged write (and the recovery time).
+    Crash(crash::CrashArgs),
+    /// The writer `ycsb crash` starts and kills (not for direct use).
+    #[command(hide = true)]
+    CrashChild(crash::CrashChildArgs),
+    /// List the engines of this build.
+    Engines,
+    /// Print this machine's description (CPU, memory, kernel, the disk under --data)
+    /// as JSON, the object every result file carries.
+    Machine {
+        /// A directory on the disk to describe.
+        #[arg(long, default_value = ".")]
+        data: PathBuf,
+    },
+}
+
+/// YCSB spells some long options with one dash.
+fn normalise_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    args.map(|a| match a.as_str() {
+        "-threads" => "--threads".into(),
+        "-target" => "--target".into(),
+        "-load" => "--load".into(),
+        _ => a,
+    })
+    .collect()
+}
+
+fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
+    match cmd {
+        Cmd::Load(a) => run::phases(a, true, false),
+        Cmd::Run(a) => match &a.trace {
+            Some(file) => run::replay(a, file),
+            None => run::phases(&a.phase, a.load, true),
+        },
+        Cmd::Compare(a) => compare::compare(a),
+        Cmd::Trace(t) => trace::trace(t),
+        Cmd::Device(a) => device::device(a),
+        Cmd::Iomethods(a) => iomethods::iomethods(a),
+        Cmd::Recovery(a) => recovery::recovery(a),
+        Cmd::Crash(a) => crash::crash(a),
+        Cmd::CrashChild(a) => crash::child(a),
+        Cmd::Machine { data } => machine::machine(data),
+        Cmd::Engines => {
+            engines::engines();
+            Ok(())
+        }
+    }
+}
+
+/// Entry point; returns the process exit code (2: usage, as clap reports it; 1: the
+/// command failed, the error printed).
+pub fn main() -> i32 {
+    let args = normalise_args(std::env::args());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match dispatch(&cli.cmd) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("error: {e}");
+            if std::io::stderr().is_terminal() {
+                eprintln!("(ycsb --help for usage)");
+            }
+            1
+        }
+    }
+}

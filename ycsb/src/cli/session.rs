@@ -1,0 +1,128 @@
+//! A session: the workload, its properties and how to drive it, resolved once from
+//! the command line and shared by every engine a command runs.
+
+use super::args::{DriveArgs, WorkloadArgs};
+use super::workloads::resolve_properties;
+use kvtb_schema::Driving;
+use std::sync::Arc;
+use ycsb::props::Properties;
+use ycsb::workload::{Workload, unknown_properties};
+use ycsb::{Error, Result};
+
+pub(super) struct Session {
+    /// The workload's name in the result (`workloada`, a file, `trace:FILE`).
+    pub(super) name: String,
+    pub(super) props: Properties,
+    pub(super) workload: Arc<Workload>,
+    pub(super) drive: Driving,
+    /// Progress output (off with --quiet).
+    pub(super) progress: bool,
+    /// A `ycsb device` result to take ceilings from (else the disk's default one).
+    pub(super) device_result: Option<std::path::PathBuf>,
+    pub(super) command: Vec<String>,
+}
+
+/// Resolves the workload and the driving mode; unknown properties are warned about
+/// (engine options of `engines` are known).
+pub(super) fn session(w: &WorkloadArgs, d: &DriveArgs, engines: &[&str]) -> Result<Session> {
+    let (name, props) = resolve_properties(w)?;
+    warn_unknown(&props, engines);
+    let workload = Arc::new(Workload::from_properties(&props)?);
+    let drive = driving(d, &props, w.seed)?;
+    Ok(Session {
+        name,
+        props,
+        workload,
+        drive,
+        progress: !d.quiet,
+        device_result: d.device_result.clone(),
+        command: std::env::args().collect(),
+    })
+}
+
+pub(super) fn warn_unknown(p: &Properties, engines: &[&str]) {
+    for k in unknown_properties(p, engines) {
+        eprintln!("warning: unknown property '{k}' is ignored (a typo?)");
+    }
+}
+
+fn prop_f64(p: &Properties, k: &str) -> Result<Option<f64>> {
+    match p.get(k) {
+        None => Ok(None),
+        Some(v) => match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(Error::usage(format!(
+                "property {k}: expected a non-negative number, got '{v}'"
+            ))),
+        },
+    }
+}
+
+/// How to drive the engine: the options, else the workload's properties (YCSB's
+/// threadcount, target, warmuptime, maxexecutiontime).
+fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving> {
+    let threads = match d.threads {
+        Some(t) => t,
+        None => prop_f64(p, "threadcount")?.map(|x| x as usize).unwrap_or(1),
+    };
+    if threads == 0 {
+        return Err(Error::usage("--threads must be at least 1"));
+    }
+    if d.qd == Some(0) {
+        return Err(Error::usage("--qd must be at least 1"));
+    }
+    let target = match d.target {
+        Some(t) => Some(t),
+        None => prop_f64(p, "target")?.filter(|t| *t > 0.0),
+    };
+    if let Some(t) = target
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(Error::usage(format!(
+            "--target must be a positive rate, got {t}"
+        )));
+    }
+    let warmup = match d.warmup {
+        Some(w) => w,
+        None => prop_f64(p, "warmuptime")?.unwrap_or(0.0),
+    };
+    let max_time = match d.duration {
+        Some(x) => Some(x),
+        None => prop_f64(p, "maxexecutiontime")?.filter(|x| *x > 0.0),
+    };
+    if warmup < 0.0 || max_time.is_some_and(|x| x <= 0.0) {
+        return Err(Error::usage(
+            "--warmup must not be negative and --duration must be positive",
+        ));
+    }
+    if d.arrival != "constant" && d.arrival != "poisson" {
+        return Err(Error::usage(format!(
+            "--arrival: expected constant or poisson, got '{}'",
+            d.arrival
+        )));
+    }
+    Ok(Driving {
+        arrival: d.arrival.clone(),
+        threads,
+        queue_depth: d.qd,
+        target_ops: target,
+        warmup_s: warmup,
+        max_time_s: max_time,
+        seed,
+        native_async: None,
+    })
+}
+
+/// The --memory budget in bytes.
+pub(super) fn memory(d: &DriveArgs) -> Result<Option<u64>> {
+    d.memory
+        .as_deref()
+        .map(|m| {
+            kvapi::parse_bytes(m).ok_or_else(|| {
+                Error::usage(format!(
+                    "--memory: expected a size such as 512M or 1G, got '{m}'"
+                ))
+            })
+        })
+        .transpose()
+}

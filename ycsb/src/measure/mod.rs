@@ -1,0 +1,8 @@
+//! Measurement: what each client thread records ([`Recorder`]) and the per-second
+//! timeline a background thread samples from their live counters ([`Sampler`]).
+
+mod recorder;
+mod sampler;
+
+pub use recorder::{Outcome, Recorder, Slot};
+pub use sampler::{Sampler, Tick};

@@ -1,0 +1,319 @@
+//! What one client thread (or the injector) measures: HDR histograms per operation
+//! kind (nanoseconds internally), status counts and user bytes, merged at the end of a
+//! phase into the schema's [`OpSummary`]s; and the live per-thread counters the
+//! sampler reads once a second.
+
+use crate::workload::OpKind;
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use kvtb_schema::OpSummary;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+pub(crate) const KINDS: usize = OpKind::ALL.len();
+/// Latencies up to one hour are recorded exactly (3 significant digits); longer ones
+/// saturate at one hour.
+const MAX_NS: u64 = 3_600_000_000_000;
+
+#[expect(
+    clippy::expect_used,
+    reason = "constant bounds (1 ns to one hour, 3 digits) that hdrhistogram accepts"
+)]
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
+}
+
+/// The outcome of one operation, as counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    NotFound,
+    /// An engine error, by kind (`IO_ERROR`, `BAD_REQUEST`, ...).
+    Error(&'static str),
+    /// A read returned a value that is not what was written.
+    Corrupt,
+}
+
+/// What one client thread (or injector) measured. Merged at the end of a run.
+pub struct Recorder {
+    actual: Vec<Histogram<u64>>,
+    intended: Vec<Histogram<u64>>,
+    queued: Vec<Histogram<u64>>,
+    status: Vec<BTreeMap<String, u64>>,
+    slot: Arc<Slot>,
+    measuring_from: Instant,
+    /// Bytes of keys and values returned to the driver (measured operations only).
+    pub user_read_bytes: u64,
+    /// Bytes of keys and values the driver wrote (measured operations only).
+    pub user_write_bytes: u64,
+    /// Whole operations measured (the parts of a read-modify-write are not counted).
+    ops: u64,
+    /// Whole operations measured that ended in an error or an unexpected value.
+    errors: u64,
+}
+
+/// Per-thread live counters read by the sampler (one cache line pair each).
+#[repr(align(128))]
+#[derive(Default)]
+pub struct Slot {
+    pub(crate) ops: [AtomicU64; KINDS],
+    pub(crate) errors: AtomicU64,
+    pub(crate) latency_ns: AtomicU64,
+}
+
+impl Recorder {
+    /// Operations that finish before `measuring_from` (warm-up) count in the
+    /// timeline but not in the histograms.
+    pub fn new(slot: Arc<Slot>, measuring_from: Instant) -> Recorder {
+        Recorder {
+            actual: (0..KINDS).map(|_| new_hist()).collect(),
+            intended: (0..KINDS).map(|_| new_hist()).collect(),
+            queued: (0..KINDS).map(|_| new_hist()).collect(),
+            status: vec![BTreeMap::new(); KINDS],
+            slot,
+            measuring_from,
+            user_read_bytes: 0,
+            user_write_bytes: 0,
+            ops: 0,
+            errors: 0,
+        }
+    }
+
+    /// Counts the user bytes an operation that ended at `end` moved.
+    pub fn bytes(&mut self, end: Instant, read: u64, written: u64) {
+        if end >= self.measuring_from {
+            self.user_read_bytes += read;
+            self.user_write_bytes += written;
+        }
+    }
+
+    /// Records one operation. `intended` is when it should have started under a
+    /// target rate (coordinated omission), `start` when it did.
+    pub fn record(
+        &mut self,
+        kind: OpKind,
+        intended: Option<Instant>,
+        start: Instant,
+        end: Instant,
+        outcome: Outcome,
+    ) {
+        let ns = end.saturating_duration_since(start).as_nanos() as u64;
+        self.slot.ops[kind.index()].fetch_add(1, Ordering::Relaxed);
+        self.slot.latency_ns.fetch_add(ns, Ordering::Relaxed);
+        let failed = !matches!(outcome, Outcome::Ok | Outcome::NotFound);
+        if failed {
+            self.slot.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        if end >= self.measuring_from {
+            self.ops += 1;
+            self.errors += u64::from(failed);
+        }
+        self.record_part(kind, intended, start, end, outcome);
+    }
+
+    /// Records one part of an operation (the read or the update of a
+    /// read-modify-write): its latency and status, as YCSB reports them, without
+    /// counting it as an operation in the throughput.
+    pub fn record_part(
+        &mut self,
+        kind: OpKind,
+        intended: Option<Instant>,
+        start: Instant,
+        end: Instant,
+        outcome: Outcome,
+    ) {
+        let i = kind.index();
+        let ns = end.saturating_duration_since(start).as_nanos() as u64;
+        if end < self.measuring_from {
+            return;
+        }
+        self.actual[i].saturating_record(ns.max(1));
+        if let Some(t0) = intended {
+            let ins = end.saturating_duration_since(t0).as_nanos() as u64;
+            self.intended[i].saturating_record(ins.max(1));
+            let q = start.saturating_duration_since(t0).as_nanos() as u64;
+            self.queued[i].saturating_record(q.max(1));
+        }
+        let name = match outcome {
+            Outcome::Ok => "OK",
+            Outcome::NotFound => "NOT_FOUND",
+            Outcome::Error(k) => k,
+            Outcome::Corrupt => "UNEXPECTED_VALUE",
+        };
+        *self.status[i].entry(name.to_string()).or_insert(0) += 1;
+    }
+
+    /// Adds another recorder's measurements to this one.
+    #[expect(
+        clippy::expect_used,
+        reason = "every recorder's histograms have the same bounds, so adding cannot fail"
+    )]
+    pub fn merge(&mut self, other: &Recorder) {
+        self.ops += other.ops;
+        self.errors += other.errors;
+        self.user_read_bytes += other.user_read_bytes;
+        self.user_write_bytes += other.user_write_bytes;
+        for i in 0..KINDS {
+            self.actual[i].add(&other.actual[i]).expect("same bounds");
+            self.intended[i]
+                .add(&other.intended[i])
+                .expect("same bounds");
+            self.queued[i].add(&other.queued[i]).expect("same bounds");
+            for (k, v) in &other.status[i] {
+                *self.status[i].entry(k.clone()).or_insert(0) += v;
+            }
+        }
+    }
+
+    /// Per-kind summaries of the kinds that ran.
+    pub fn summaries(&self) -> Vec<OpSummary> {
+        let mut out = Vec::new();
+        for kind in OpKind::ALL {
+            let i = kind.index();
+            let h = &self.actual[i];
+            if h.is_empty() {
+                continue;
+            }
+            out.push(summary(
+                kind.ycsb_name().to_string(),
+                h,
+                self.status[i].clone(),
+            ));
+            // Under a target rate: latency from the scheduled start ("intended",
+            // coordinated omission corrected) and the queueing delay before the start.
+            let ih = &self.intended[i];
+            if !ih.is_empty() {
+                out.push(summary(
+                    format!("Intended-{}", kind.ycsb_name()),
+                    ih,
+                    BTreeMap::new(),
+                ));
+                out.push(summary(
+                    format!("Queue-{}", kind.ycsb_name()),
+                    &self.queued[i],
+                    BTreeMap::new(),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Total measured operations.
+    pub fn measured_ops(&self) -> u64 {
+        self.ops
+    }
+
+    /// Measured operations that failed or returned an unexpected value.
+    pub fn error_count(&self) -> u64 {
+        self.errors
+    }
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The latency summary of one histogram, in microseconds, with the histogram itself.
+#[expect(
+    clippy::expect_used,
+    reason = "serialising a histogram into a Vec does no I/O that could fail"
+)]
+fn summary(name: String, h: &Histogram<u64>, status: BTreeMap<String, u64>) -> OpSummary {
+    let mut buf = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut buf)
+        .expect("serialising a histogram into memory");
+    OpSummary {
+        name,
+        operations: h.len(),
+        average_us: h.mean() / 1000.0,
+        min_us: us(h.min()),
+        max_us: us(h.max()),
+        p50_us: us(h.value_at_quantile(0.5)),
+        p90_us: us(h.value_at_quantile(0.9)),
+        p95_us: us(h.value_at_quantile(0.95)),
+        p99_us: us(h.value_at_quantile(0.99)),
+        p999_us: us(h.value_at_quantile(0.999)),
+        p9999_us: us(h.value_at_quantile(0.9999)),
+        status,
+        histogram_v2_base64: base64::engine::general_purpose::STANDARD.encode(&buf),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn recorder_counts_statuses_and_skips_warmup() {
+        let slot = Arc::new(Slot::default());
+        let t0 = Instant::now();
+        let mut r = Recorder::new(slot.clone(), t0 + Duration::from_millis(10));
+        r.record(
+            OpKind::Read,
+            None,
+            t0,
+            t0 + Duration::from_micros(5),
+            Outcome::Ok,
+        );
+        let t1 = t0 + Duration::from_millis(20);
+        r.record(
+            OpKind::Read,
+            None,
+            t1,
+            t1 + Duration::from_micros(100),
+            Outcome::Ok,
+        );
+        r.record(
+            OpKind::Read,
+            None,
+            t1,
+            t1 + Duration::from_micros(300),
+            Outcome::NotFound,
+        );
+        r.record(
+            OpKind::Update,
+            Some(t1),
+            t1 + Duration::from_millis(1),
+            t1 + Duration::from_millis(2),
+            Outcome::Error("IO_ERROR"),
+        );
+        assert_eq!(
+            slot.ops[OpKind::Read.index()].load(Ordering::Relaxed),
+            3,
+            "timeline counts warm-up too"
+        );
+        assert_eq!(r.measured_ops(), 3);
+        // the parts of a read-modify-write are reported but not counted as operations
+        r.record_part(
+            OpKind::Read,
+            None,
+            t1,
+            t1 + Duration::from_micros(200),
+            Outcome::Error("IO_ERROR"),
+        );
+        assert_eq!(r.measured_ops(), 3);
+        assert_eq!(r.error_count(), 1);
+        let s = r.summaries();
+        let read = s.iter().find(|s| s.name == "READ").unwrap();
+        assert_eq!(
+            read.operations, 3,
+            "the part is reported under its own kind"
+        );
+        assert_eq!(read.status["IO_ERROR"], 1);
+        assert_eq!(read.status["OK"], 1);
+        assert_eq!(read.status["NOT_FOUND"], 1);
+        assert!((99.0..=101.0).contains(&read.min_us), "{}", read.min_us);
+        let intended = s.iter().find(|s| s.name == "Intended-UPDATE").unwrap();
+        assert!(
+            intended.p50_us > 1900.0,
+            "intended latency counts the delay before the start"
+        );
+        let update = s.iter().find(|s| s.name == "UPDATE").unwrap();
+        assert!(update.p50_us < 1100.0);
+    }
+}

@@ -1,0 +1,162 @@
+//! The timeline: a background thread samples the client threads' live counters, the
+//! process's CPU and I/O and the data disk's counters once a second into the schema's
+//! [`Sample`]s, and hands each to a tick (the binary's progress output).
+
+use crate::error::{Error, Result};
+use crate::measure::recorder::{KINDS, Slot};
+use crate::procfs::{cpu_times, diskstats, proc_io};
+use crate::workload::OpKind;
+use kvtb_schema::Sample;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Samples the live counters once a second until stopped.
+pub struct Sampler {
+    /// The client threads' counters: a list only ever appended to, holding no engine
+    /// state, so a poisoned lock is taken over (`kvapi::sync::lock_handoff`).
+    slots: Arc<Mutex<Vec<Arc<Slot>>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<Sample>>>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Totals {
+    ops: [u64; KINDS],
+    errors: u64,
+    latency_ns: u64,
+}
+
+fn totals(slots: &[Arc<Slot>]) -> Totals {
+    let mut t = Totals::default();
+    for s in slots {
+        for i in 0..KINDS {
+            t.ops[i] += s.ops[i].load(Ordering::Relaxed);
+        }
+        t.errors += s.errors.load(Ordering::Relaxed);
+        t.latency_ns += s.latency_ns.load(Ordering::Relaxed);
+    }
+    t
+}
+
+/// What the sampler calls each second with the latest sample (status lines).
+pub type Tick = Box<dyn FnMut(&Sample) + Send>;
+
+impl Sampler {
+    /// Samples every second from `start`; `device` names the block device whose
+    /// /proc/diskstats counters join each sample.
+    pub fn start(
+        start: Instant,
+        warmup_until: Instant,
+        device: Option<String>,
+        mut tick: Tick,
+    ) -> Result<Sampler> {
+        let slots: Arc<Mutex<Vec<Arc<Slot>>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s2, stop2) = (slots.clone(), stop.clone());
+        let handle = std::thread::Builder::new()
+            .name("sampler".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                let mut prev = Totals::default();
+                let mut prev_cpu = cpu_times();
+                let mut prev_io = proc_io();
+                let mut prev_disk = device.as_deref().and_then(diskstats);
+                let mut prev_t = start;
+                let mut n = 1u32;
+                loop {
+                    let due = start + Duration::from_secs(n as u64);
+                    // wake at least every 50 ms to notice a stop
+                    while Instant::now() < due && !stop2.load(Ordering::Relaxed) {
+                        std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+                    }
+                    let stopping = stop2.load(Ordering::Relaxed);
+                    let now = Instant::now();
+                    let cur = totals(&kvapi::sync::lock_handoff(&s2));
+                    let cpu = cpu_times();
+                    let io = proc_io();
+                    let disk = device.as_deref().and_then(diskstats);
+                    let dd = disk.zip(prev_disk);
+                    let dt = now.duration_since(prev_t).as_secs_f64();
+                    let mut ops = BTreeMap::new();
+                    let mut total = 0;
+                    for k in OpKind::ALL {
+                        let d = cur.ops[k.index()] - prev.ops[k.index()];
+                        if d > 0 {
+                            ops.insert(k.ycsb_name().to_string(), d);
+                        }
+                        total += d;
+                    }
+                    let lat = cur.latency_ns - prev.latency_ns;
+                    let sample = Sample {
+                        t: now.duration_since(start).as_secs_f64(),
+                        warmup: now < warmup_until,
+                        ops,
+                        total_ops: total,
+                        ops_per_sec: if dt > 0.0 { total as f64 / dt } else { 0.0 },
+                        errors: cur.errors - prev.errors,
+                        avg_latency_us: if total > 0 {
+                            lat as f64 / total as f64 / 1000.0
+                        } else {
+                            0.0
+                        },
+                        cpu_user_s: (cpu.0.saturating_sub(prev_cpu.0)).as_secs_f64(),
+                        cpu_sys_s: (cpu.1.saturating_sub(prev_cpu.1)).as_secs_f64(),
+                        proc_read_bytes: io.zip(prev_io).map(|(a, b)| a.0.saturating_sub(b.0)),
+                        proc_write_bytes: io.zip(prev_io).map(|(a, b)| a.1.saturating_sub(b.1)),
+                        dev_read_iops: dd
+                            .map(|(a, b)| a.reads.saturating_sub(b.reads) as f64 / dt.max(1e-9)),
+                        dev_write_iops: dd
+                            .map(|(a, b)| a.writes.saturating_sub(b.writes) as f64 / dt.max(1e-9)),
+                        dev_read_bytes: dd.map(|(a, b)| a.read_bytes.saturating_sub(b.read_bytes)),
+                        dev_write_bytes: dd
+                            .map(|(a, b)| a.write_bytes.saturating_sub(b.write_bytes)),
+                        dev_util: dd.map(|(a, b)| {
+                            (a.io_ticks_ms.saturating_sub(b.io_ticks_ms) as f64
+                                / 1000.0
+                                / dt.max(1e-9))
+                            .min(1.0)
+                        }),
+                    };
+                    // a final partial interval shorter than 100 ms adds only noise
+                    if !stopping || dt > 0.1 {
+                        tick(&sample);
+                        out.push(sample);
+                    }
+                    if stopping {
+                        return out;
+                    }
+                    prev = cur;
+                    prev_cpu = cpu;
+                    prev_io = io;
+                    prev_disk = disk;
+                    prev_t = now;
+                    n += 1;
+                }
+            })
+            .map_err(|e| Error::io("starting the sampler thread", e))?;
+        Ok(Sampler {
+            slots,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// A live-counter slot for a new client thread.
+    pub fn slot(&self) -> Arc<Slot> {
+        let s = Arc::new(Slot::default());
+        kvapi::sync::lock_handoff(&self.slots).push(s.clone());
+        s
+    }
+
+    /// Stops sampling and returns the timeline.
+    pub fn finish(mut self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+}

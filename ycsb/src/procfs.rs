@@ -1,0 +1,109 @@
+//! What the kernel counts for this process and the data disk: CPU time and major
+//! faults (getrusage), storage I/O (/proc/self/io) and a block device's counters
+//! (/proc/diskstats). The sampler, the phase snapshots and the I/O method comparison
+//! all read them here.
+#![expect(
+    unsafe_code,
+    reason = "getrusage fills a libc struct through a raw pointer"
+)]
+
+use std::time::Duration;
+
+/// The process's resource use (getrusage, RUSAGE_SELF).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Usage {
+    pub user: Duration,
+    pub system: Duration,
+    /// Page faults that had to read the disk.
+    pub major_faults: u64,
+}
+
+/// Resource use of this process so far.
+pub fn usage() -> Usage {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Usage {
+        user: tv(ru.ru_utime),
+        system: tv(ru.ru_stime),
+        major_faults: ru.ru_majflt as u64,
+    }
+}
+
+/// CPU time of this process (user, system).
+pub fn cpu_times() -> (Duration, Duration) {
+    let u = usage();
+    (u.user, u.system)
+}
+
+/// Bytes this process read from and wrote to storage (/proc/self/io `read_bytes`,
+/// `write_bytes`); `None` where the kernel does not expose them.
+pub fn proc_io() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/self/io").ok()?;
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("read_bytes:")?, field("write_bytes:")?))
+}
+
+/// Cumulative counters of one block device, from /proc/diskstats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DiskStats {
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    /// Milliseconds the device had I/O in flight (busy time).
+    pub io_ticks_ms: u64,
+    pub flushes: u64,
+}
+
+/// Parses the line of `device` in a /proc/diskstats text.
+pub fn parse_diskstats(text: &str, device: &str) -> Option<DiskStats> {
+    text.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        let (_maj, _min, name) = (f.next()?, f.next()?, f.next()?);
+        if name != device {
+            return None;
+        }
+        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        Some(DiskStats {
+            reads: at(0),
+            read_bytes: at(2) * 512,
+            writes: at(4),
+            write_bytes: at(6) * 512,
+            io_ticks_ms: at(9),
+            flushes: at(15),
+        })
+    })
+}
+
+/// The device's counters now.
+pub fn diskstats(device: &str) -> Option<DiskStats> {
+    parse_diskstats(&std::fs::read_to_string("/proc/diskstats").ok()?, device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_diskstats_line() {
+        let text = " 7 0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n 254 0 vda 312978 4822 20031738 211706 470378 20361 14047360 128033 0 66788 372126 7578 70 1971992 2729 142418 29657\n";
+        let s = parse_diskstats(text, "vda").unwrap();
+        assert_eq!(s.reads, 312_978);
+        assert_eq!(s.read_bytes, 20_031_738 * 512);
+        assert_eq!(s.writes, 470_378);
+        assert_eq!(s.write_bytes, 14_047_360 * 512);
+        assert_eq!(s.io_ticks_ms, 66_788);
+        assert_eq!(s.flushes, 142_418);
+        assert!(parse_diskstats(text, "sda").is_none());
+    }
+}

@@ -1,0 +1,7 @@
+//! The driver's text output: YCSB's summary of each phase and the comparison table.
+
+mod summary;
+mod table;
+
+pub use summary::{engine_lines, human_bytes, summary};
+pub use table::compare_table;

@@ -1,0 +1,251 @@
+//! YCSB's text summary of a phase (`[OVERALL], Throughput(ops/sec), ...`), with the
+//! engine's durability and cache stated and what its counters say.
+
+use kvtb_schema::{Phase, RunFile};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+fn fmt_us(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// YCSB's text summary of one phase, with the engine's durability and cache stated.
+pub fn summary(report: &RunFile, phase: &Phase) -> String {
+    let r = phase;
+    let e = &report.engine;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {} phase, engine {}, {}",
+        r.phase,
+        e.name,
+        report.driving.describe()
+    );
+    let _ = writeln!(
+        s,
+        "# durability {} ({}); cache {}; direct I/O {}",
+        e.durability,
+        e.durability_setting,
+        e.cache_bytes
+            .map(human_bytes)
+            .unwrap_or_else(|| "none".into()),
+        e.direct_io
+            .map(|d| if d { "yes" } else { "no" })
+            .unwrap_or("n/a")
+    );
+    for n in &e.notes {
+        let _ = writeln!(s, "# note: {n}");
+    }
+    let _ = writeln!(s, "[OVERALL], RunTime(ms), {:.0}", r.runtime_ms);
+    let _ = writeln!(
+        s,
+        "[OVERALL], Throughput(ops/sec), {:.1}",
+        r.throughput_ops_sec
+    );
+    let _ = writeln!(s, "[CPU], User(s), {:.3}", r.cpu_user_s);
+    let _ = writeln!(s, "[CPU], System(s), {:.3}", r.cpu_sys_s);
+    let _ = writeln!(s, "[CPU], PerOperation(us), {:.2}", r.cpu_us_per_op);
+    if let Some(d) = &r.device {
+        let _ = writeln!(s, "[DEVICE], Device, {}", d.device);
+        if let Some(x) = d.read_iops {
+            let _ = writeln!(s, "[DEVICE], ReadIOPS, {x:.0}");
+        }
+        if let Some(x) = d.write_iops {
+            let _ = writeln!(s, "[DEVICE], WriteIOPS, {x:.0}");
+        }
+        if let Some(x) = d.utilisation {
+            let _ = writeln!(s, "[DEVICE], Utilisation(%), {:.1}", x * 100.0);
+        }
+        if let Some(x) = d.ios_per_op {
+            let _ = writeln!(s, "[DEVICE], IOsPerOperation, {x:.3}");
+        }
+        if let Some(x) = d.read_amplification {
+            let _ = writeln!(s, "[DEVICE], ReadAmplification, {x:.2}");
+        }
+        if let Some(x) = d.write_amplification {
+            let _ = writeln!(s, "[DEVICE], WriteAmplification, {x:.2}");
+        }
+    }
+    if let Some(c) = &r.ceiling {
+        if let Some(x) = c.device_iops {
+            let _ = writeln!(s, "[CEILING], DeviceIOPSForMix, {x:.0}");
+        }
+        if let Some(x) = c.ceiling_ops_sec {
+            let _ = writeln!(s, "[CEILING], Throughput(ops/sec), {x:.0}");
+        }
+        if let Some(x) = c.fraction {
+            let _ = writeln!(s, "[CEILING], FractionReached(%), {:.1}", x * 100.0);
+        }
+    }
+    for line in engine_lines(
+        &phase.counters_before,
+        &phase.counters_after,
+        r.user_write_bytes,
+    ) {
+        let _ = writeln!(s, "{line}");
+    }
+    for o in &r.ops {
+        let n = &o.name;
+        let _ = writeln!(s, "[{n}], Operations, {}", o.operations);
+        let _ = writeln!(s, "[{n}], AverageLatency(us), {}", fmt_us(o.average_us));
+        let _ = writeln!(s, "[{n}], MinLatency(us), {}", fmt_us(o.min_us));
+        let _ = writeln!(s, "[{n}], MaxLatency(us), {}", fmt_us(o.max_us));
+        let _ = writeln!(s, "[{n}], 50thPercentileLatency(us), {}", fmt_us(o.p50_us));
+        let _ = writeln!(s, "[{n}], 90thPercentileLatency(us), {}", fmt_us(o.p90_us));
+        let _ = writeln!(s, "[{n}], 95thPercentileLatency(us), {}", fmt_us(o.p95_us));
+        let _ = writeln!(s, "[{n}], 99thPercentileLatency(us), {}", fmt_us(o.p99_us));
+        let _ = writeln!(s, "[{n}], 99.9PercentileLatency(us), {}", fmt_us(o.p999_us));
+        let _ = writeln!(
+            s,
+            "[{n}], 99.99PercentileLatency(us), {}",
+            fmt_us(o.p9999_us)
+        );
+        for (status, count) in &o.status {
+            let _ = writeln!(s, "[{n}], Return={status}, {count}");
+        }
+    }
+    s
+}
+
+/// What the engine's counters say about a phase: cache hit ratio, index bytes per
+/// item, and the share of each `phase_ns.*` phase in the engine's accounted time
+/// (the paper's "20% B-tree, 20% I/O, 60% waiting" breakdown); with the bytes the
+/// driver wrote, the engine's own write amplification, and its write stalls.
+pub fn engine_lines(
+    before: &BTreeMap<String, Option<u64>>,
+    after: &BTreeMap<String, Option<u64>>,
+    user_write_bytes: u64,
+) -> Vec<String> {
+    let delta = |k: &str| -> Option<u64> {
+        let a = (*after.get(k)?)?;
+        Some(a.saturating_sub(before.get(k).copied().flatten().unwrap_or(0)))
+    };
+    let now = |k: &str| after.get(k).copied().flatten();
+    let mut out = Vec::new();
+    if let (Some(h), Some(m)) = (delta("cache_hits"), delta("cache_misses"))
+        && h + m > 0
+    {
+        out.push(format!(
+            "[ENGINE], CacheHitRatio(%), {:.1}",
+            h as f64 * 100.0 / (h + m) as f64
+        ));
+    }
+    if let (Some(i), Some(items)) = (now("index_bytes"), now("items"))
+        && items > 0
+    {
+        out.push(format!(
+            "[ENGINE], IndexBytesPerItem, {:.1}",
+            i as f64 / items as f64
+        ));
+    }
+    if let Some(w) = delta("device_bytes_written")
+        && user_write_bytes > 0
+    {
+        out.push(format!(
+            "[ENGINE], WriteAmplification, {:.2}",
+            w as f64 / user_write_bytes as f64
+        ));
+    }
+    if let Some(st) = delta("stall_micros") {
+        out.push(format!(
+            "[ENGINE], WriteStall(ms), {:.1}",
+            st as f64 / 1000.0
+        ));
+    }
+    let phases: Vec<(&str, u64)> = after
+        .keys()
+        .filter_map(|k| {
+            k.strip_prefix("phase_ns.")
+                .map(|name| (name, delta(k).unwrap_or(0)))
+        })
+        .collect();
+    let total: u64 = phases.iter().map(|(_, v)| v).sum();
+    if total > 0 {
+        for (name, v) in phases {
+            out.push(format!(
+                "[ENGINE], Time.{name}(%), {:.1}",
+                v as f64 * 100.0 / total as f64
+            ));
+        }
+    }
+    out
+}
+
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u < UNITS.len() - 1 {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_lines_derive_ratios_and_phase_shares() {
+        let m = |v: &[(&str, Option<u64>)]| {
+            v.iter()
+                .map(|(k, x)| (k.to_string(), *x))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let before = m(&[
+            ("cache_hits", Some(100)),
+            ("cache_misses", Some(100)),
+            ("phase_ns.index", Some(0)),
+            ("phase_ns.wait", Some(0)),
+        ]);
+        let after = m(&[
+            ("cache_hits", Some(400)),
+            ("cache_misses", Some(200)),
+            ("items", Some(1000)),
+            ("index_bytes", Some(19_000)),
+            ("phase_ns.index", Some(200)),
+            ("phase_ns.wait", Some(600)),
+            ("device_reads", None),
+        ]);
+        let lines = engine_lines(&before, &after, 0);
+        assert!(
+            lines.contains(&"[ENGINE], CacheHitRatio(%), 75.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], IndexBytesPerItem, 19.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], Time.index(%), 25.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], Time.wait(%), 75.0".to_string()),
+            "{lines:?}"
+        );
+        assert!(engine_lines(&BTreeMap::new(), &BTreeMap::new(), 0).is_empty());
+        let w = m(&[
+            ("device_bytes_written", Some(3000)),
+            ("stall_micros", Some(2500)),
+        ]);
+        let lines = engine_lines(&BTreeMap::new(), &w, 1000);
+        assert!(
+            lines.contains(&"[ENGINE], WriteAmplification, 3.00".to_string()),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"[ENGINE], WriteStall(ms), 2.5".to_string()),
+            "{lines:?}"
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! The asynchronous driver: one injector keeps up to `qd` requests in flight. It
+//! submits until the window is full, then handles completions (pushed by the
+//! engine's threads into a [`DoneQueue`]) and refills. With a target rate (or a timed
+//! trace), a request is not submitted before its scheduled time, and its intended
+//! latency counts from that time.
+
+use super::arrivals::Arrivals;
+use super::outcome::reply_outcome;
+use super::phase::Measured;
+use super::versions::Versions;
+use crate::donequeue::DoneQueue;
+use crate::error::{Error, Result};
+use crate::generator::AckCounter;
+use crate::measure::Recorder;
+use crate::value;
+use crate::workload::{Op, OpKind};
+use kvapi::{AsyncEngine, Engine, Reply, Request};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the injector drives a phase.
+pub(super) struct Plan<'a> {
+    /// Requests in flight.
+    pub(super) qd: usize,
+    /// A target rate and whether its arrivals are Poisson.
+    pub(super) target: Option<(f64, bool)>,
+    /// Whether reads verify the values they get.
+    pub(super) verify: bool,
+    /// The run phase's insert acknowledgements (inserts of new keys).
+    pub(super) acks: Option<&'a AckCounter>,
+    /// Whether to watch for the end of the warm-up (phases with one).
+    pub(super) poll_mark: bool,
+}
+
+/// Drives `ops` through the engine's asynchronous path (native, or a thread pool of
+/// `qd` threads) until they run out or the phase is over.
+pub(super) fn drive(
+    engine: Arc<dyn Engine>,
+    ops: &mut dyn Iterator<Item = Op>,
+    plan: &Plan<'_>,
+    m: &Measured<'_>,
+) -> Result<Recorder> {
+    let (a, _) = kvapi::async_path(engine, plan.qd)
+        .map_err(|e| Error::engine("starting the asynchronous path", e))?;
+    let mut inj = Injector {
+        a: a.as_ref(),
+        queue: Arc::new(DoneQueue::default()),
+        rec: Recorder::new(m.slot(), m.clock.measure_from),
+        in_flight: 0,
+        versions: Versions::new(usize::MAX >> 24),
+        arrivals: plan
+            .target
+            .map(|(r, poisson)| Arrivals::new(m.clock.start, r, poisson, 0, 0)),
+        exhausted: false,
+        pending: None,
+    };
+    // The injector is woken once an eighth of the queue depth has completed (see
+    // `donequeue`): enough to refill in batches, few enough to keep the engine busy.
+    let refill = (plan.qd / 8).max(1);
+    let mut batch: Vec<Done> = Vec::new();
+    loop {
+        inj.fill_window(ops, plan.qd, m);
+        if inj.in_flight == 0 && inj.exhausted {
+            break;
+        }
+        if inj.exhausted || (inj.arrivals.is_none() && inj.pending.is_none()) {
+            let want = if inj.exhausted {
+                1
+            } else {
+                refill.min(inj.in_flight)
+            };
+            inj.queue.take(want, None, &mut batch);
+        } else {
+            inj.queue
+                .take(1, Some(Duration::from_micros(200)), &mut batch);
+        }
+        for done in batch.drain(..) {
+            inj.complete(done, plan, m);
+        }
+        if plan.poll_mark {
+            m.mark.poll();
+        }
+    }
+    Ok(inj.rec)
+}
+
+/// Where a request is in its operation.
+enum Stage {
+    Single(OpKind),
+    /// The read of a read-modify-write.
+    RmwRead,
+    /// The update of a read-modify-write, whose read ended at `read_done`.
+    RmwUpdate {
+        read_done: Instant,
+    },
+}
+
+/// A request as submitted: what the injector needs back with its reply.
+struct Sent {
+    stage: Stage,
+    keynum: i64,
+    key: String,
+    value_len: usize,
+    intended: Option<Instant>,
+    start: Instant,
+}
+
+/// A completed request, as the engine's thread hands it to the injector.
+struct Done {
+    sent: Sent,
+    end: Instant,
+    result: kvapi::Result<Reply>,
+}
+
+fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
+    let key = op.key.as_bytes().to_vec();
+    match op.kind {
+        OpKind::Read => Request::Get { key },
+        OpKind::ReadModifyWrite if rmw_read => Request::Get { key },
+        OpKind::Insert => {
+            let value = value::make(&key, version, op.value_len);
+            Request::Insert { key, value }
+        }
+        OpKind::Update | OpKind::ReadModifyWrite => {
+            let value = value::make(&key, version, op.value_len);
+            Request::Update { key, value }
+        }
+        OpKind::Delete => Request::Delete { key },
+        OpKind::Scan => Request::Scan {
+            start: key,
+            count: op.scan_len,
+        },
+    }
+}
+
+/// The injector's state.
+struct Injector<'e> {
+    a: &'e dyn AsyncEngine,
+    queue: Arc<DoneQueue<Done>>,
+    rec: Recorder,
+    in_flight: usize,
+    versions: Versions,
+    arrivals: Option<Arrivals>,
+    /// No more operations to submit (the source ran out, or the phase is over).
+    exhausted: bool,
+    /// An operation whose scheduled time had not come when the window had room.
+    pending: Option<Op>,
+}
+
+impl Injector<'_> {
+    /// Submits a request; its completion is queued for the injector with the time
+    /// the engine's thread finished it.
+    fn submit(&self, req: Request, sent: Sent) {
+        let tx = self.queue.clone();
+        self.a.submit(
+            req,
+            Box::new(move |result| {
+                tx.push(Done {
+                    sent,
+                    end: Instant::now(),
+                    result,
+                });
+            }),
+        );
+    }
+
+    /// Submits operations until `qd` are in flight, the source runs out, the phase is
+    /// over, or the next one is not due yet while others are in flight.
+    fn fill_window(&mut self, ops: &mut dyn Iterator<Item = Op>, qd: usize, m: &Measured<'_>) {
+        while self.in_flight < qd && !self.exhausted {
+            if m.clock.over() {
+                self.exhausted = true;
+                break;
+            }
+            let Some(op) = self.pending.take().or_else(|| ops.next()) else {
+                self.exhausted = true;
+                break;
+            };
+            // a trace's own schedule, else the target rate's
+            let intended = match op.at {
+                Some(at) => Some(m.clock.start + at),
+                None => self.arrivals.as_ref().map(Arrivals::peek),
+            };
+            if let Some(due) = intended
+                && due > Instant::now()
+            {
+                if self.in_flight > 0 {
+                    self.pending = Some(op);
+                    break; // handle completions while waiting
+                }
+                std::thread::sleep(due - Instant::now());
+            }
+            if let Some(a) = self.arrivals.as_mut() {
+                a.advance();
+            }
+            let rmw = op.kind == OpKind::ReadModifyWrite;
+            let stage = if rmw {
+                Stage::RmwRead
+            } else {
+                Stage::Single(op.kind)
+            };
+            let req = request_for(&op, self.versions.take(), rmw);
+            let sent = Sent {
+                stage,
+                keynum: op.keynum,
+                key: op.key.clone(),
+                value_len: op.value_len,
+                intended,
+                start: Instant::now(),
+            };
+            self.submit(req, sent);
+            self.in_flight += 1;
+        }
+    }
+
+    /// Records a completed request; the read of a read-modify-write is followed by
+    /// its update.
+    fn complete(&mut self, done: Done, plan: &Plan<'_>, m: &Measured<'_>) {
+        self.in_flight -= 1;
+        let Done { sent, end, result } = done;
+        let key = sent.key.as_bytes();
+        let (outcome, read) = reply_outcome(key, &result, plan.verify);
+        let written = (key.len() + sent.value_len) as u64;
+        match sent.stage {
+            Stage::Single(kind) => {
+                self.rec
+                    .record(kind, sent.intended, sent.start, end, outcome);
+                let w = if matches!(kind, OpKind::Insert | OpKind::Update) {
+                    written
+                } else {
+                    0
+                };
+                self.rec.bytes(end, read, w);
+                if kind == OpKind::Insert
+                    && let Some(acks) = plan.acks
+                    && let Err(e) = acks.acknowledge(sent.keynum)
+                {
+                    m.ctx.notice(&e);
+                    m.clock.stop();
+                }
+            }
+            Stage::RmwRead => {
+                self.rec
+                    .record_part(OpKind::Read, sent.intended, sent.start, end, outcome);
+                self.rec.bytes(end, read, 0);
+                let op = Op {
+                    kind: OpKind::ReadModifyWrite,
+                    keynum: sent.keynum,
+                    key: sent.key.clone(),
+                    value_len: sent.value_len,
+                    scan_len: 0,
+                    at: None,
+                };
+                let req = request_for(&op, self.versions.take(), false);
+                let next = Sent {
+                    stage: Stage::RmwUpdate {
+                        read_done: Instant::now(),
+                    },
+                    keynum: op.keynum,
+                    key: op.key,
+                    value_len: op.value_len,
+                    intended: sent.intended,
+                    // the whole operation counts from the read's start
+                    start: sent.start,
+                };
+                self.submit(req, next);
+                self.in_flight += 1;
+            }
+            Stage::RmwUpdate { read_done } => {
+                self.rec
+                    .record_part(OpKind::Update, None, read_done, end, outcome.clone());
+                self.rec.bytes(end, 0, written);
+                self.rec.record(
+                    OpKind::ReadModifyWrite,
+                    sent.intended,
+                    sent.start,
+                    end,
+                    outcome,
+                );
+            }
+        }
+    }
+}

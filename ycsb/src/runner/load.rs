@@ -1,0 +1,97 @@
+//! The load phase: insert the records, each value version 0 of its key.
+
+use super::closed_loop::fan_out;
+use super::injector::{self, Plan};
+use super::outcome::outcome_of;
+use super::phase::{Clock, Ctx, Measured};
+use crate::error::Result;
+use crate::generator::AckCounter;
+use crate::value;
+use crate::workload::{Op, OpKind, OpStream, Workload};
+use kvapi::Engine;
+use kvtb_schema::{Driving, Phase};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Inserts the workload's records (`insertstart .. insertstart + insertcount`) with
+/// value version 0.
+pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
+    let (start, seed) = (w.insertstart, d.seed);
+    load_items(
+        engine,
+        w.insertcount as u64,
+        |t| OpStream::new(w.clone(), Arc::new(AckCounter::new(0)), seed, 1_000_000 + t),
+        |stream, i| {
+            let n = start + i as i64;
+            (w.key(n), stream.value_len_for(n))
+        },
+        d,
+        ctx,
+        "load",
+    )
+}
+
+/// Inserts `count` items, item `i` given by `item` with per-thread state from `init`
+/// (called with the thread's index), through the driving mode of `d`. Values are
+/// version 0 of their key.
+pub fn load_items<S, I, F>(
+    engine: Arc<dyn Engine>,
+    count: u64,
+    init: I,
+    item: F,
+    d: &Driving,
+    ctx: &Ctx,
+    phase: &str,
+) -> Result<Phase>
+where
+    I: Fn(u64) -> S + Sync,
+    F: Fn(&mut S, u64) -> (String, usize) + Sync,
+{
+    let m = Measured::start(phase, phase, Clock::new(0.0, None), Some(count), ctx)?;
+    let next = AtomicU64::new(0);
+    let rec = if let Some(qd) = d.queue_depth {
+        let mut state = init(u64::MAX);
+        let mut ops = std::iter::from_fn(|| {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            (i < count).then(|| {
+                let (key, value_len) = item(&mut state, i);
+                Op {
+                    kind: OpKind::Insert,
+                    keynum: -1,
+                    key,
+                    value_len,
+                    scan_len: 0,
+                    at: None,
+                }
+            })
+        });
+        let plan = Plan {
+            qd,
+            target: None,
+            verify: false,
+            acks: None,
+            poll_mark: false,
+        };
+        injector::drive(engine, &mut ops, &plan, &m)?
+    } else {
+        fan_out(d.threads, &m, |t, rec| {
+            let mut state = init(t as u64);
+            let mut buf = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                let (key, len) = item(&mut state, i);
+                value::make_into(key.as_bytes(), 0, len, &mut buf);
+                let t0 = Instant::now();
+                let r = engine.insert(key.as_bytes(), &buf);
+                let t1 = Instant::now();
+                rec.record(OpKind::Insert, None, t0, t1, outcome_of(&r));
+                rec.bytes(t1, 0, (key.len() + buf.len()) as u64);
+            }
+        })?
+    };
+    Ok(m.finish(rec))
+}

@@ -1,0 +1,75 @@
+//! What an operation's reply counts as ([`Outcome`]), and how many user bytes it read.
+
+use crate::measure::Outcome;
+use crate::value;
+use kvapi::Reply;
+
+static FIRST_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the message of the first failed operation (for the final error line) and
+/// gives its kind, the status it is counted under.
+fn note_error(e: &kvapi::Error) -> &'static str {
+    FIRST_ERROR.get_or_init(|| e.to_string());
+    e.kind()
+}
+
+/// The message of the first operation that failed in this process, if any.
+pub fn first_error() -> Option<&'static str> {
+    FIRST_ERROR.get().map(String::as_str)
+}
+
+pub(super) fn outcome_of(r: &kvapi::Result<()>) -> Outcome {
+    match r {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Error(note_error(e)),
+    }
+}
+
+/// The outcome of a read that returned `v`, and the bytes (key and value) it read.
+fn value_outcome(key: &[u8], v: Option<&Vec<u8>>, verify: bool) -> (Outcome, u64) {
+    match v {
+        Some(v) if verify && !value::verify(key, v) => {
+            (Outcome::Corrupt, (key.len() + v.len()) as u64)
+        }
+        Some(v) => (Outcome::Ok, (key.len() + v.len()) as u64),
+        None => (Outcome::NotFound, 0),
+    }
+}
+
+/// The outcome of a scan that returned `pairs`, and the bytes it read.
+fn pairs_outcome(pairs: &[kvapi::Pair], verify: bool) -> (Outcome, u64) {
+    let bytes = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    if verify && pairs.iter().any(|(k, v)| !value::verify(k, v)) {
+        (Outcome::Corrupt, bytes)
+    } else {
+        (Outcome::Ok, bytes)
+    }
+}
+
+pub(super) fn read_outcome(
+    key: &[u8],
+    r: &kvapi::Result<Option<Vec<u8>>>,
+    verify: bool,
+) -> (Outcome, u64) {
+    match r {
+        Ok(v) => value_outcome(key, v.as_ref(), verify),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
+    }
+}
+
+pub(super) fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: bool) -> (Outcome, u64) {
+    match r {
+        Ok(pairs) => pairs_outcome(pairs, verify),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
+    }
+}
+
+/// The outcome of an asynchronous request and the user bytes it read.
+pub(super) fn reply_outcome(key: &[u8], r: &kvapi::Result<Reply>, verify: bool) -> (Outcome, u64) {
+    match r {
+        Ok(Reply::Done) => (Outcome::Ok, 0),
+        Ok(Reply::Value(v)) => value_outcome(key, v.as_ref(), verify),
+        Ok(Reply::Pairs(p)) => pairs_outcome(p, verify),
+        Err(e) => (Outcome::Error(note_error(e)), 0),
+    }
+}
