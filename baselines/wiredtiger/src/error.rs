@@ -1,0 +1,122 @@
+//! WiredTiger's error returns as the interface's errors.
+
+use crate::ffi::{
+    EINVAL, WT_CACHE_FULL, WT_PANIC, WT_PREPARE_CONFLICT, WT_ROLLBACK, WT_RUN_RECOVERY,
+    WT_TRY_SALVAGE, WtError,
+};
+use kvapi::Error;
+use std::path::Path;
+
+/// EBUSY on Linux: WiredTiger's answer when its home is open elsewhere.
+const EBUSY: i32 = 16;
+
+/// Words of WiredTiger's messages about damaged files (checksum mismatches, blocks
+/// past the end of a file, a file that is not a WiredTiger file, salvage advice).
+const CORRUPTION_WORDS: &[&str] = &[
+    "checksum",
+    "corrupt",
+    "read error",
+    "past end of file",
+    "extends past",
+    "does not appear to be",
+    "magic number",
+    "salvage",
+    "WT_TRY_SALVAGE",
+];
+
+fn looks_corrupt(e: &WtError) -> bool {
+    e.code == WT_TRY_SALVAGE || CORRUPTION_WORDS.iter().any(|w| e.message.contains(w))
+}
+
+/// Maps an error of WiredTiger during `what` on the database in `home`.
+pub(crate) fn map(what: &str, home: &Path, e: WtError) -> Error {
+    let text = format!("WiredTiger {what} in {}: {}", home.display(), e.message);
+    if looks_corrupt(&e) {
+        return Error::Corruption {
+            file: home.to_path_buf(),
+            offset: 0,
+            detail: text,
+        };
+    }
+    match e.code {
+        WT_PANIC => Error::Poisoned(text),
+        WT_RUN_RECOVERY => Error::Corruption {
+            file: home.to_path_buf(),
+            offset: 0,
+            detail: format!("{text} (the database needs recovery)"),
+        },
+        WT_ROLLBACK | WT_PREPARE_CONFLICT => Error::Engine(format!(
+            "{text} (rolled back: a conflicting operation or cache pressure; not applied)"
+        )),
+        WT_CACHE_FULL => Error::Engine(format!(
+            "{text} (the cache is full: raise wiredtiger.cache)"
+        )),
+        EBUSY => Error::Locked {
+            dir: home.to_path_buf(),
+        },
+        EINVAL => Error::InvalidArgument(text),
+        code if code > 0 => Error::io(text, std::io::Error::from_raw_os_error(code)),
+        _ => Error::Engine(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{WT_ERROR, WT_NOTFOUND};
+
+    fn e(code: i32, message: &str) -> WtError {
+        WtError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn kinds() {
+        let h = Path::new("/x/db");
+        assert!(matches!(
+            map("get", h, e(WT_PANIC, "WT_PANIC: WiredTiger library panic")),
+            Error::Poisoned(_)
+        ));
+        assert!(matches!(
+            map(
+                "get",
+                h,
+                e(
+                    WT_PANIC,
+                    "read checksum error for 4096B block at offset 8192"
+                )
+            ),
+            Error::Corruption { .. }
+        ));
+        assert!(matches!(
+            map("open", h, e(WT_TRY_SALVAGE, "WT_TRY_SALVAGE")),
+            Error::Corruption { .. }
+        ));
+        assert!(matches!(
+            map("put", h, e(WT_ROLLBACK, "WT_ROLLBACK")),
+            Error::Engine(m) if m.contains("rolled back")
+        ));
+        assert!(matches!(
+            map("put", h, e(WT_CACHE_FULL, "WT_CACHE_FULL")),
+            Error::Engine(m) if m.contains("wiredtiger.cache")
+        ));
+        assert!(matches!(
+            map("open", h, e(EBUSY, "busy")),
+            Error::Locked { .. }
+        ));
+        assert!(matches!(
+            map("open", h, e(28, "No space left on device")),
+            Error::Io { .. }
+        ));
+        assert!(matches!(
+            map("get", h, e(WT_ERROR, "WT_ERROR")),
+            Error::Engine(_)
+        ));
+        assert!(matches!(
+            map("get", h, e(WT_NOTFOUND, "WT_NOTFOUND")),
+            Error::Engine(_)
+        ));
+    }
+}
