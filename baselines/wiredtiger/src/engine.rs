@@ -55,7 +55,8 @@ impl WiredTigerEngine {
             };
         // the table, created on first open (same configuration: no-op later); opening
         // its cursor reads the tree's root, so a damaged file fails here
-        conn.open_session(
+        Session::open(
+            &conn,
             config::SESSION_CONFIG,
             config::TABLE,
             Some(&cfg.table_config()),

@@ -5,7 +5,7 @@ use crate::ffi::{
     WT_TRY_SALVAGE, WtError,
 };
 use kvapi::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// EBUSY on Linux: WiredTiger's answer when its home is open elsewhere.
 const EBUSY: i32 = 16;
@@ -16,6 +16,7 @@ const CORRUPTION_WORDS: &[&str] = &[
     "checksum",
     "corrupt",
     "read error",
+    "failed to read",
     "past end of file",
     "extends past",
     "does not appear to be",
@@ -24,17 +25,39 @@ const CORRUPTION_WORDS: &[&str] = &[
     "WT_TRY_SALVAGE",
 ];
 
+/// Whether this call found damaged data (not a later call refused after a panic,
+/// which is `Poisoned` whatever the panic was about).
 fn looks_corrupt(e: &WtError) -> bool {
-    e.code == WT_TRY_SALVAGE || CORRUPTION_WORDS.iter().any(|w| e.message.contains(w))
+    e.code == WT_TRY_SALVAGE
+        || (!e.earlier_panic && CORRUPTION_WORDS.iter().any(|w| e.message.contains(w)))
+}
+
+/// The file and offset a message of WiredTiger names ("file:kv.wt, ...", "at offset
+/// 4890624"), as far as it names them.
+fn place(home: &Path, message: &str) -> (PathBuf, u64) {
+    let file = message
+        .split_once("file:")
+        .and_then(|(_, rest)| rest.split([',', ' ', ':']).next())
+        .filter(|f| !f.is_empty())
+        .map_or_else(|| home.to_path_buf(), |f| home.join(f));
+    let offset = message
+        .split_once("at offset ")
+        .and_then(|(_, rest)| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .unwrap_or(0);
+    (file, offset)
 }
 
 /// Maps an error of WiredTiger during `what` on the database in `home`.
 pub(crate) fn map(what: &str, home: &Path, e: WtError) -> Error {
     let text = format!("WiredTiger {what} in {}: {}", home.display(), e.message);
     if looks_corrupt(&e) {
+        let (file, offset) = place(home, &e.message);
         return Error::Corruption {
-            file: home.to_path_buf(),
-            offset: 0,
+            file,
+            offset,
             detail: text,
         };
     }
@@ -69,6 +92,7 @@ mod tests {
         WtError {
             code,
             message: message.into(),
+            earlier_panic: false,
         }
     }
 
@@ -90,6 +114,14 @@ mod tests {
             ),
             Error::Corruption { .. }
         ));
+        let mut later = e(
+            WT_PANIC,
+            "WT_PANIC: fatal read error; the process must exit",
+        );
+        later.earlier_panic = true;
+        assert!(
+            matches!(map("get", h, later), Error::Poisoned(m) if m.contains("fatal read error"))
+        );
         assert!(matches!(
             map("open", h, e(WT_TRY_SALVAGE, "WT_TRY_SALVAGE")),
             Error::Corruption { .. }

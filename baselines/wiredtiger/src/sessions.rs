@@ -127,9 +127,8 @@ impl Sessions {
         let Some(conn) = state.conn.as_ref() else {
             return Err(Error::Closed);
         };
-        let session = conn
-            .open_session(SESSION_CONFIG, TABLE, None, CURSOR_CONFIG)
-            .map_err(|e| {
+        let session =
+            Session::open(conn, SESSION_CONFIG, TABLE, None, CURSOR_CONFIG).map_err(|e| {
                 self.map(
                     "open_session (one per thread: raise wiredtiger.session_max?)",
                     e,
