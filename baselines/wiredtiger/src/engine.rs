@@ -105,6 +105,12 @@ fn info(o: &Options, cfg: &Config, direct_io: bool, mut notes: Vec<String>) -> E
              (when on) is written through the OS page cache"
                 .into(),
         );
+    } else if !cfg.direct_io {
+        notes.push(
+            "buffered I/O (wiredtiger.direct_io=false): the OS page cache also caches data, \
+             outside the budget"
+                .into(),
+        );
     }
     if cfg.durability != Durability::None {
         notes.push(

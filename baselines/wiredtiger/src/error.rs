@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 const EBUSY: i32 = 16;
 
 /// Words of WiredTiger's messages about damaged files (checksum mismatches, blocks
-/// past the end of a file, a file that is not a WiredTiger file, salvage advice).
+/// past the end of a file, a file that is not a WiredTiger file, salvage advice, a
+/// log that recovery cannot replay).
 const CORRUPTION_WORDS: &[&str] = &[
     "checksum",
     "corrupt",
@@ -23,6 +24,7 @@ const CORRUPTION_WORDS: &[&str] = &[
     "magic number",
     "salvage",
     "WT_TRY_SALVAGE",
+    "Recovery failed",
 ];
 
 /// Whether this call found damaged data (not a later call refused after a panic,

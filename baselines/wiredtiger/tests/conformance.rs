@@ -1,4 +1,9 @@
 //! The engine conformance suite against WiredTiger, once per durability class.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
 #![cfg(not(wt_missing))]
 
 use kvapi::{Engine, Options, Result};

@@ -4,6 +4,11 @@
 //! acknowledged write (the stored version is the acknowledged one, or the write that
 //! was in flight when the child died). Classes `process` and `power` alternate, with
 //! checkpoints every second or not at all during the run.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test"
+)]
 #![cfg(not(wt_missing))]
 
 use kvapi::Engine;

@@ -90,7 +90,7 @@ pub(super) fn cstring(what: &str, s: &[u8]) -> Result<CString, WtError> {
 /// Messages posted to the event handler on this thread since the last error was
 /// built (the newest few, each cut to a length), so an error names what WiredTiger
 /// said about it.
-const KEPT_MESSAGES: usize = 4;
+const KEPT_MESSAGES: usize = 6;
 const MESSAGE_CHARS: usize = 600;
 
 thread_local! {

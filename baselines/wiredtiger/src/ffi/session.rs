@@ -231,11 +231,7 @@ impl Session {
 
     /// Up to `count` pairs with key >= `start`, in key order (from the first key
     /// when `start` is empty: WiredTiger has no empty key to search for).
-    pub(crate) fn scan(
-        &mut self,
-        start: &[u8],
-        count: usize,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, WtError> {
+    pub(crate) fn scan(&mut self, start: &[u8], count: usize) -> Result<Vec<kvapi::Pair>, WtError> {
         let mut out = Vec::with_capacity(count.min(1024));
         if count == 0 {
             return Ok(out);
@@ -258,7 +254,7 @@ impl Session {
         mut rc: c_int,
         exact: c_int,
         count: usize,
-        out: &mut Vec<(Vec<u8>, Vec<u8>)>,
+        out: &mut Vec<kvapi::Pair>,
     ) -> Result<(), WtError> {
         // search_near lands on the key, the next larger or the next smaller one; from
         // a smaller one the first key >= start is the next
