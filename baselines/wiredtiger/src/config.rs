@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 /// The one table: a row-store B+ tree of raw byte keys and values.
 pub(crate) const TABLE: &str = "table:kv";
+/// The file of [`TABLE`], whose metadata holds the configuration it was created with.
+pub(crate) const TABLE_FILE: &str = "file:kv.wt";
 /// Sessions: WiredTiger's default isolation, stated.
 pub(crate) const SESSION_CONFIG: &str = "isolation=read-committed";
 /// Cursors: insert is an upsert and remove of a missing key succeeds.
@@ -178,6 +180,35 @@ impl Config {
         )
     }
 
+    /// Checks that the table was created with [`Config::table_config`] (WiredTiger
+    /// ignores the configuration of `create` for a table that exists): `created` is
+    /// its file's metadata entry.
+    pub(crate) fn check_created(&self, created: Option<&str>) -> Result<()> {
+        let Some(created) = created else {
+            return Err(Error::Engine(format!(
+                "WiredTiger's metadata in {} has no entry for {TABLE_FILE}",
+                self.home.display()
+            )));
+        };
+        let have: Vec<&str> = created.split(',').collect();
+        let table = self.table_config();
+        for want in table.split(',') {
+            if !have.contains(&want) {
+                let name = want.split('=').next().unwrap_or(want);
+                let found = have
+                    .iter()
+                    .find(|h| h.split('=').next() == Some(name))
+                    .unwrap_or(&"nothing");
+                return Err(Error::InvalidArgument(format!(
+                    "the table in {} was created with {found}, this configuration asks for \
+                     {want}; use a new directory (WiredTiger cannot change it)",
+                    self.home.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The durability promise in words.
     pub(crate) fn durability_setting(&self) -> String {
         let ckpt = if self.checkpoint_secs == 0 {
@@ -235,5 +266,16 @@ mod tests {
             c.table_config()
                 .contains("leaf_page_max=4KB,internal_page_max=4KB,block_compressor=,")
         );
+        let created = "access_pattern_hint=none,allocation_size=4KB,block_allocation=best,\
+            block_compressor=,checksum=on,format=btree,internal_page_max=4KB,key_format=u,\
+            leaf_page_max=4KB,memory_page_max=5MB,value_format=u";
+        c.check_created(Some(created)).unwrap();
+        let other = created.replace("leaf_page_max=4KB", "leaf_page_max=32KB");
+        let e = c.check_created(Some(&other)).unwrap_err().to_string();
+        assert!(
+            e.contains("leaf_page_max=32KB") && e.contains("leaf_page_max=4KB"),
+            "{e}"
+        );
+        assert!(c.check_created(None).is_err());
     }
 }

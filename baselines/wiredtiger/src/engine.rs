@@ -53,17 +53,24 @@ impl WiredTigerEngine {
                 }
                 Err((e, _lock)) => return Err(error::map("open", &cfg.home, e)),
             };
-        // the table, created on first open (same configuration: no-op later); opening
-        // its cursor reads the tree's root, so a damaged file fails here
-        Session::open(
+        // the table, created on first open (a no-op later, whatever the configuration:
+        // so the one it was created with is checked); opening its cursor reads the
+        // tree's root, so a damaged file fails here
+        let mut first = Session::open(
             &conn,
             config::SESSION_CONFIG,
             config::TABLE,
             Some(&cfg.table_config()),
             config::CURSOR_CONFIG,
         )
-        .and_then(Session::close)
         .map_err(|e| error::map("opening the table", &cfg.home, e))?;
+        let created = first
+            .metadata(config::TABLE_FILE)
+            .map_err(|e| error::map("reading the metadata", &cfg.home, e))?;
+        first
+            .close()
+            .map_err(|e| error::map("opening the table", &cfg.home, e))?;
+        cfg.check_created(created.as_deref())?;
         let info = info(o, &cfg, direct_io, notes);
         Ok(WiredTigerEngine {
             sessions: Sessions::new(conn, cfg.home.clone()),

@@ -98,6 +98,25 @@ fn bad_options_are_refused_before_anything_is_created() {
 }
 
 #[test]
+fn a_table_is_not_reopened_with_other_page_sizes() {
+    let d = TempDir::new("wt-page-size");
+    let e = open_with(d.path(), &[]).unwrap();
+    e.insert(b"k", b"v").unwrap();
+    e.close().unwrap();
+    drop(e);
+    // WiredTiger would silently keep 4 KiB pages: the engine refuses instead of
+    // stating a configuration that is not in force
+    let err = open_with(d.path(), &[("leaf_page_max", "8K")])
+        .err()
+        .expect("reopened with another page size");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(err.to_string().contains("leaf_page_max=4KB"), "{err}");
+    let e = open_with(d.path(), &[]).unwrap();
+    assert_eq!(e.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    e.close().unwrap();
+}
+
+#[test]
 fn another_engines_directory_and_a_foreign_home_are_refused() {
     let d = TempDir::new("wt-other");
     std::fs::create_dir_all(d.path()).unwrap();
@@ -191,6 +210,16 @@ fn damaged_pages_are_reported_then_the_engine_refuses_work() {
         "{err}"
     );
     assert!(e.close().is_err(), "close after a panic reports it");
+    drop(e);
+    // the directory can be opened again in this process, and the damage is met again
+    let again = open_with(d.path(), &[]).map(|e| e.get(b"k00010000"));
+    assert!(
+        matches!(
+            again,
+            Err(Error::Corruption { .. }) | Ok(Err(Error::Corruption { .. }))
+        ),
+        "{again:?}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::connection::{ConnInner, Connection};
 use super::report::{WtError, check, cstring};
 use super::{WT_ERROR, WT_NOTFOUND, sys};
-use std::ffi::{c_char, c_int};
+use std::ffi::{CStr, c_char, c_int};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
@@ -286,11 +286,23 @@ impl Session {
     /// Connection statistics by key (`None` for a key the library does not have),
     /// read through a `statistics:` cursor opened for the call.
     pub(crate) fn stats(&mut self, keys: &[i32]) -> Result<Vec<Option<i64>>, WtError> {
+        let cursor = self.side_cursor(c"statistics:")?;
+        keys.iter().map(|&key| cursor.statistic(key)).collect()
+    }
+
+    /// The value of `key` in WiredTiger's metadata (such as the configuration a file
+    /// was created with), read through a `metadata:` cursor opened for the call.
+    pub(crate) fn metadata(&mut self, key: &str) -> Result<Option<String>, WtError> {
+        let key = cstring("the metadata key", key.as_bytes())?;
+        self.side_cursor(c"metadata:")?.string(&key)
+    }
+
+    /// A cursor on `uri` for the length of one call.
+    fn side_cursor(&mut self, uri: &CStr) -> Result<SideCursor<'_>, WtError> {
         let s = self.session_ptr();
         if s.is_null() {
             return Err(WtError::other("the session is closed"));
         }
-        let uri = c"statistics:";
         let mut cursor: *mut sys::WT_CURSOR = ptr::null_mut();
         // SAFETY: the open session, used by this thread only (`&mut self`); valid
         // strings and out-pointer.
@@ -301,70 +313,121 @@ impl Session {
         if rc != 0 {
             return Err(self.err(rc));
         }
-        let Some(c) = NonNull::new(cursor) else {
-            return Err(WtError::other(
-                "WT_SESSION::open_cursor gave no statistics cursor",
-            ));
-        };
-        let c = c.as_ptr();
-        let mut out = Vec::with_capacity(keys.len());
-        let mut result = Ok(());
-        for &key in keys {
-            // SAFETY: the statistics cursor just opened (key format "i", value format
-            // "SSq": description, printable value, value); only this thread uses it.
-            let rc = unsafe {
-                match ((*c).set_key, (*c).search) {
-                    (Some(set_key), Some(search)) => {
-                        set_key(c, key as c_int);
-                        search(c)
-                    }
-                    _ => WT_ERROR,
-                }
-            };
-            match rc {
-                0 => {
-                    let mut desc: *const c_char = ptr::null();
-                    let mut printable: *const c_char = ptr::null();
-                    let mut value: i64 = 0;
-                    // SAFETY: as above; three out-pointers matching "SSq".
-                    let rc = match unsafe { (*c).get_value } {
-                        Some(f) => unsafe {
-                            f(
-                                c,
-                                &mut desc as *mut *const c_char,
-                                &mut printable as *mut *const c_char,
-                                &mut value as *mut i64,
-                            )
-                        },
-                        None => WT_ERROR,
-                    };
-                    if rc != 0 {
-                        result = Err(self.err(rc));
-                        break;
-                    }
-                    out.push(Some(value));
-                }
-                WT_NOTFOUND => out.push(None),
-                rc => {
-                    result = Err(self.err(rc));
-                    break;
-                }
-            }
+        match NonNull::new(cursor) {
+            Some(c) => Ok(SideCursor {
+                c,
+                conn: &self.raw.conn,
+            }),
+            None => Err(WtError::other("WT_SESSION::open_cursor gave no cursor")),
         }
-        // SAFETY: the statistics cursor, closed once and not used afterwards.
-        let rc = match unsafe { (*c).close } {
-            Some(f) => unsafe { f(c) },
-            None => WT_ERROR,
-        };
-        result?;
-        if rc != 0 {
-            return Err(self.err(rc));
-        }
-        Ok(out)
     }
 
     /// Closes the session (and its cursor), reporting WiredTiger's answer.
     pub(crate) fn close(mut self) -> Result<(), WtError> {
         self.raw.close_now()
+    }
+}
+
+/// A cursor opened for one call on a session it borrows mutably (so nothing else
+/// uses the session meanwhile); closed when dropped.
+struct SideCursor<'s> {
+    c: NonNull<sys::WT_CURSOR>,
+    conn: &'s ConnInner,
+}
+
+impl SideCursor<'_> {
+    fn err(&self, rc: c_int) -> WtError {
+        WtError::new(rc, Some(self.conn.handler()))
+    }
+
+    /// Statistics cursors: key format "i", value format "SSq" (description,
+    /// printable value, value).
+    fn statistic(&self, key: i32) -> Result<Option<i64>, WtError> {
+        let c = self.c.as_ptr();
+        // SAFETY: an open statistics cursor used by this thread only; an int key as
+        // its key format requires.
+        let rc = unsafe {
+            match ((*c).set_key, (*c).search) {
+                (Some(set_key), Some(search)) => {
+                    set_key(c, key as c_int);
+                    search(c)
+                }
+                _ => WT_ERROR,
+            }
+        };
+        match rc {
+            0 => {}
+            WT_NOTFOUND => return Ok(None),
+            rc => return Err(self.err(rc)),
+        }
+        let mut desc: *const c_char = ptr::null();
+        let mut printable: *const c_char = ptr::null();
+        let mut value: i64 = 0;
+        // SAFETY: positioned by the search; three out-pointers matching "SSq".
+        let rc = match unsafe { (*c).get_value } {
+            Some(f) => unsafe {
+                f(
+                    c,
+                    &mut desc as *mut *const c_char,
+                    &mut printable as *mut *const c_char,
+                    &mut value as *mut i64,
+                )
+            },
+            None => WT_ERROR,
+        };
+        if rc != 0 {
+            return Err(self.err(rc));
+        }
+        Ok(Some(value))
+    }
+
+    /// Cursors of string keys and values (format "S", such as `metadata:`).
+    fn string(&self, key: &CStr) -> Result<Option<String>, WtError> {
+        let c = self.c.as_ptr();
+        // SAFETY: an open cursor with key format "S" used by this thread only; the
+        // key string outlives the search (the cursor is closed before it goes).
+        let rc = unsafe {
+            match ((*c).set_key, (*c).search) {
+                (Some(set_key), Some(search)) => {
+                    set_key(c, key.as_ptr());
+                    search(c)
+                }
+                _ => WT_ERROR,
+            }
+        };
+        match rc {
+            0 => {}
+            WT_NOTFOUND => return Ok(None),
+            rc => return Err(self.err(rc)),
+        }
+        let mut value: *const c_char = ptr::null();
+        // SAFETY: positioned by the search; one out-pointer matching "S".
+        let rc = match unsafe { (*c).get_value } {
+            Some(f) => unsafe { f(c, &mut value as *mut *const c_char) },
+            None => WT_ERROR,
+        };
+        if rc != 0 {
+            return Err(self.err(rc));
+        }
+        if value.is_null() {
+            return Ok(Some(String::new()));
+        }
+        // SAFETY: a NUL-terminated string owned by the cursor, valid until it moves;
+        // copied at once.
+        Ok(Some(
+            unsafe { CStr::from_ptr(value) }
+                .to_string_lossy()
+                .into_owned(),
+        ))
+    }
+}
+
+impl Drop for SideCursor<'_> {
+    fn drop(&mut self) {
+        let c = self.c.as_ptr();
+        // SAFETY: an open cursor, closed once here and never used afterwards.
+        if let Some(f) = unsafe { (*c).close } {
+            let _ = unsafe { f(c) };
+        }
     }
 }
