@@ -3,7 +3,7 @@
 //! sessions and cursors. Every string is stated in the engine's info as it is
 //! passed, so a reader of a result sees exactly what ran.
 
-use kvapi::{Durability, Error, Options, Result};
+use kvapi::{Durability, Error, Limits, Options, Result};
 use std::path::PathBuf;
 
 /// The one table: a row-store B+ tree of raw byte keys and values.
@@ -18,6 +18,15 @@ pub(crate) const CURSOR_CONFIG: &str = "overwrite=true";
 pub(crate) const HOME: &str = "db";
 /// The unit of file allocation (WiredTiger's default, the device page).
 const ALLOCATION_SIZE: u64 = 4096;
+
+/// Keys up to 64 KiB (WiredTiger stores keys over a tenth of a page as overflow
+/// items) and values up to 64 MiB, as for RocksDB. WiredTiger refuses the empty key
+/// ("Empty keys not permitted"), so the interface does too.
+pub(crate) const LIMITS: Limits = Limits {
+    max_key: 64 * 1024,
+    max_value: 64 * 1024 * 1024,
+    empty_key: false,
+};
 
 /// The resolved options.
 pub(crate) struct Config {

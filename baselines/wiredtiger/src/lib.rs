@@ -24,11 +24,15 @@
 #[cfg(not(wt_missing))]
 mod config;
 #[cfg(not(wt_missing))]
+mod counters;
+#[cfg(not(wt_missing))]
 mod engine;
 #[cfg(not(wt_missing))]
 mod error;
 #[cfg(not(wt_missing))]
 mod ffi;
+#[cfg(not(wt_missing))]
+mod info;
 #[cfg(wt_missing)]
 mod missing;
 #[cfg(not(wt_missing))]

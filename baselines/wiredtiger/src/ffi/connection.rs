@@ -2,7 +2,8 @@
 #![expect(unsafe_code, reason = "WT_CONNECTION is a C handle")]
 
 use super::report::{Handler, WtError, check, cstring, take_messages};
-use super::{WT_ERROR, sys};
+use super::sys::{self, WT_ERROR};
+use std::ffi::CStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::{self, NonNull};
@@ -130,4 +131,16 @@ impl Connection {
     pub(super) fn inner(&self) -> &Arc<ConnInner> {
         &self.inner
     }
+}
+
+/// The library's version string ("WiredTiger 3.2.1: (August 27, 2019)").
+pub(crate) fn version() -> String {
+    // SAFETY: wiredtiger_version takes three nullable out-pointers and returns a
+    // pointer to a static NUL-terminated string.
+    let s = unsafe { sys::wiredtiger_version(ptr::null_mut(), ptr::null_mut(), ptr::null_mut()) };
+    if s.is_null() {
+        return "WiredTiger (unknown version)".into();
+    }
+    // SAFETY: non-null, static and NUL-terminated (see above).
+    unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
 }

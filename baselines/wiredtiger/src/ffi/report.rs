@@ -6,8 +6,7 @@
     reason = "the event handler is called from C with raw pointers"
 )]
 
-use super::sys;
-use super::{WT_ERROR, WT_PANIC, WT_ROLLBACK, WT_TRY_SALVAGE};
+use super::sys::{self, WT_ERROR, WT_PANIC, WT_ROLLBACK, WT_TRY_SALVAGE};
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::Mutex;

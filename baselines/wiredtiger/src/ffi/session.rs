@@ -3,7 +3,7 @@
 
 use super::connection::{ConnInner, Connection};
 use super::report::{WtError, check, cstring};
-use super::{WT_ERROR, WT_NOTFOUND, sys};
+use super::sys::{self, WT_ERROR, WT_NOTFOUND};
 use std::ffi::{CStr, c_char, c_int};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
