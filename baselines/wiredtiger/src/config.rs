@@ -1,0 +1,290 @@
+//! The `wiredtiger.*` options and the WiredTiger configuration strings made from
+//! them: the connection (`wiredtiger_open`), the table (`WT_SESSION::create`), the
+//! sessions and cursors. Every string is stated in the engine's info as it is
+//! passed, so a reader of a result sees exactly what ran.
+
+use kvapi::{Durability, Error, Limits, Options, Result};
+use std::path::PathBuf;
+
+/// The one table: a row-store B+ tree of raw byte keys and values.
+pub(crate) const TABLE: &str = "table:kv";
+/// The file of [`TABLE`], whose metadata holds the configuration it was created with.
+pub(crate) const TABLE_FILE: &str = "file:kv.wt";
+/// Sessions: WiredTiger's default isolation, stated.
+pub(crate) const SESSION_CONFIG: &str = "isolation=read-committed";
+/// Cursors: insert is an upsert and remove of a missing key succeeds.
+pub(crate) const CURSOR_CONFIG: &str = "overwrite=true";
+/// The subdirectory of the data directory that is WiredTiger's home.
+pub(crate) const HOME: &str = "db";
+/// The unit of file allocation (WiredTiger's default, the device page).
+const ALLOCATION_SIZE: u64 = 4096;
+
+/// Keys up to 64 KiB (WiredTiger stores keys over a tenth of a page as overflow
+/// items) and values up to 64 MiB, as for RocksDB. WiredTiger refuses the empty key
+/// ("Empty keys not permitted"), so the interface does too.
+pub(crate) const LIMITS: Limits = Limits {
+    max_key: 64 * 1024,
+    max_value: 64 * 1024 * 1024,
+    empty_key: false,
+};
+
+/// The resolved options.
+pub(crate) struct Config {
+    /// The data directory the engine claims (marker and lock files).
+    pub(crate) dir: PathBuf,
+    /// WiredTiger's home, a subdirectory of `dir`.
+    pub(crate) home: PathBuf,
+    pub(crate) durability: Durability,
+    pub(crate) cache_bytes: u64,
+    pub(crate) direct_io: bool,
+    pub(crate) checkpoint_secs: u64,
+    pub(crate) session_max: u64,
+    pub(crate) log_file_max: u64,
+    pub(crate) leaf_page_max: u64,
+    pub(crate) internal_page_max: u64,
+    pub(crate) eviction_threads_min: u64,
+    pub(crate) eviction_threads_max: u64,
+}
+
+/// A size the way WiredTiger's configuration writes it (KB, MB, GB are powers of
+/// 1024), exact.
+fn size(bytes: u64) -> String {
+    for (unit, shift) in [("GB", 30), ("MB", 20), ("KB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    bytes.to_string()
+}
+
+fn range(name: &str, v: u64, lo: u64, hi: u64, what: &str) -> Result<u64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "wiredtiger.{name} = {v} is out of range: {what}"
+        )))
+    }
+}
+
+fn page(name: &str, v: u64) -> Result<u64> {
+    range(name, v, 512, 512 << 20, "a page is 512 B to 512 MiB")?;
+    if !v.is_multiple_of(ALLOCATION_SIZE) {
+        return Err(Error::InvalidArgument(format!(
+            "wiredtiger.{name} = {v} must be a multiple of the 4 KiB allocation size"
+        )));
+    }
+    Ok(v)
+}
+
+impl Config {
+    /// Reads the `wiredtiger.*` options (the caller runs `Options::finish`).
+    pub(crate) fn from_options(o: &Options) -> Result<Config> {
+        let dir = o.path("dir", "data/wiredtiger");
+        let durability = Durability::parse(&o.choice(
+            "durability",
+            "process",
+            &["none", "process", "power"],
+        )?)?;
+        let cache_bytes = range(
+            "cache",
+            o.bytes("cache", 256 << 20)?,
+            1 << 20,
+            10 << 40,
+            "WiredTiger's cache is 1 MiB to 10 TiB",
+        )?;
+        let direct_io = o.bool("direct_io", true)?;
+        let checkpoint_secs = range(
+            "checkpoint_secs",
+            o.u64("checkpoint_secs", 60)?,
+            0,
+            100_000,
+            "0 (no periodic checkpoints) to 100000 seconds",
+        )?;
+        let session_max = range(
+            "session_max",
+            o.u64("session_max", 1024)?,
+            16,
+            1 << 20,
+            "at least 16 (WiredTiger's own threads use sessions too)",
+        )?;
+        let log_file_max = range(
+            "log_file_max",
+            o.bytes("log_file_max", 100 << 20)?,
+            100 << 10,
+            2 << 30,
+            "a log file is 100 KiB to 2 GiB",
+        )?;
+        let leaf_page_max = page("leaf_page_max", o.bytes("leaf_page_max", 4096)?)?;
+        let internal_page_max = page("internal_page_max", o.bytes("internal_page_max", 4096)?)?;
+        let eviction_threads_min = range(
+            "eviction_threads_min",
+            o.u64("eviction_threads_min", 1)?,
+            1,
+            20,
+            "1 to 20 threads",
+        )?;
+        let eviction_threads_max = range(
+            "eviction_threads_max",
+            o.u64("eviction_threads_max", 8)?,
+            eviction_threads_min,
+            20,
+            "eviction_threads_min to 20 threads",
+        )?;
+        Ok(Config {
+            home: dir.join(HOME),
+            dir,
+            durability,
+            cache_bytes,
+            direct_io,
+            checkpoint_secs,
+            session_max,
+            log_file_max,
+            leaf_page_max,
+            internal_page_max,
+            eviction_threads_min,
+            eviction_threads_max,
+        })
+    }
+
+    /// How the durability class is made: the log and commit settings.
+    pub(crate) fn durability_config(&self) -> String {
+        match self.durability {
+            Durability::None => "log=(enabled=false),transaction_sync=(enabled=false)".into(),
+            Durability::Process => format!(
+                "log=(enabled=true,file_max={}),transaction_sync=(enabled=true,method=none)",
+                size(self.log_file_max)
+            ),
+            Durability::Power => format!(
+                "log=(enabled=true,file_max={}),transaction_sync=(enabled=true,method=fsync)",
+                size(self.log_file_max)
+            ),
+        }
+    }
+
+    /// The configuration of `wiredtiger_open`, with or without direct I/O.
+    pub(crate) fn open_config(&self, direct_io: bool) -> String {
+        format!(
+            "create,config_base=false,use_environment=false,cache_size={},session_max={},\
+             eviction=(threads_min={},threads_max={}),direct_io=[{}],statistics=(fast),\
+             checkpoint=(wait={}),checkpoint_sync=true,{}",
+            size(self.cache_bytes),
+            self.session_max,
+            self.eviction_threads_min,
+            self.eviction_threads_max,
+            if direct_io { "data" } else { "" },
+            self.checkpoint_secs,
+            self.durability_config()
+        )
+    }
+
+    /// The configuration of `WT_SESSION::create` for [`TABLE`].
+    pub(crate) fn table_config(&self) -> String {
+        format!(
+            "key_format=u,value_format=u,allocation_size={},leaf_page_max={},\
+             internal_page_max={},block_compressor=,checksum=on",
+            size(ALLOCATION_SIZE),
+            size(self.leaf_page_max),
+            size(self.internal_page_max)
+        )
+    }
+
+    /// Checks that the table was created with [`Config::table_config`] (WiredTiger
+    /// ignores the configuration of `create` for a table that exists): `created` is
+    /// its file's metadata entry.
+    pub(crate) fn check_created(&self, created: Option<&str>) -> Result<()> {
+        let Some(created) = created else {
+            return Err(Error::Engine(format!(
+                "WiredTiger's metadata in {} has no entry for {TABLE_FILE}",
+                self.home.display()
+            )));
+        };
+        let have: Vec<&str> = created.split(',').collect();
+        let table = self.table_config();
+        for want in table.split(',') {
+            if !have.contains(&want) {
+                let name = want.split('=').next().unwrap_or(want);
+                let found = have
+                    .iter()
+                    .find(|h| h.split('=').next() == Some(name))
+                    .unwrap_or(&"nothing");
+                return Err(Error::InvalidArgument(format!(
+                    "the table in {} was created with {found}, this configuration asks for \
+                     {want}; use a new directory (WiredTiger cannot change it)",
+                    self.home.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The durability promise in words.
+    pub(crate) fn durability_setting(&self) -> String {
+        let ckpt = if self.checkpoint_secs == 0 {
+            "no periodic checkpoints".to_string()
+        } else {
+            format!("a checkpoint every {} s", self.checkpoint_secs)
+        };
+        match self.durability {
+            Durability::None => format!(
+                "log disabled: an acknowledged write lives in the cache until the next \
+                 checkpoint ({ckpt}, and one at close)"
+            ),
+            Durability::Process => format!(
+                "log written to the OS at every commit, not synced \
+                 (transaction_sync=(enabled=true,method=none)); {ckpt}"
+            ),
+            Durability::Power => format!(
+                "log fsync'ed at every commit, concurrent commits share a write and sync \
+                 (transaction_sync=(enabled=true,method=fsync)); {ckpt}"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_written_exactly() {
+        assert_eq!(size(4096), "4KB");
+        assert_eq!(size(256 << 20), "256MB");
+        assert_eq!(size(1 << 30), "1GB");
+        assert_eq!(size((1 << 20) + 1), "1048577");
+        assert_eq!(size(1536 << 10), "1536KB");
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let bad = |pairs: &[(&str, &str)]| {
+            Config::from_options(&Options::new("wiredtiger", pairs)).is_err()
+        };
+        assert!(bad(&[("cache", "512K")]));
+        assert!(bad(&[("leaf_page_max", "6K")]));
+        assert!(bad(&[("durability", "sometimes")]));
+        assert!(bad(&[
+            ("eviction_threads_min", "4"),
+            ("eviction_threads_max", "2")
+        ]));
+        let c = Config::from_options(&Options::new("wiredtiger", &[])).unwrap();
+        assert_eq!(c.cache_bytes, 256 << 20);
+        assert!(c.open_config(true).contains("direct_io=[data]"));
+        assert!(c.open_config(false).contains("direct_io=[],"));
+        assert!(
+            c.table_config()
+                .contains("leaf_page_max=4KB,internal_page_max=4KB,block_compressor=,")
+        );
+        let created = "access_pattern_hint=none,allocation_size=4KB,block_allocation=best,\
+            block_compressor=,checksum=on,format=btree,internal_page_max=4KB,key_format=u,\
+            leaf_page_max=4KB,memory_page_max=5MB,value_format=u";
+        c.check_created(Some(created)).unwrap();
+        let other = created.replace("leaf_page_max=4KB", "leaf_page_max=32KB");
+        let e = c.check_created(Some(&other)).unwrap_err().to_string();
+        assert!(
+            e.contains("leaf_page_max=32KB") && e.contains("leaf_page_max=4KB"),
+            "{e}"
+        );
+        assert!(c.check_created(None).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! The WiredTiger engine: opening the connection and the table, the operations of
+//! the interface and close.
+
+use crate::config::{self, Config, LIMITS};
+use crate::ffi::{Connection, EINVAL, Session};
+use crate::sessions::Sessions;
+use crate::{counters, error, info};
+use kvapi::{Counters, DirLock, Engine, EngineInfo, Error, Options, Pair, Result, claim_dir};
+
+/// An open WiredTiger database.
+pub struct WiredTigerEngine {
+    sessions: Sessions,
+    info: EngineInfo,
+}
+
+impl WiredTigerEngine {
+    /// Opens (creating if needed) the database in `wiredtiger.dir`.
+    pub fn open(o: &Options) -> Result<WiredTigerEngine> {
+        let cfg = Config::from_options(o)?;
+        o.finish()?;
+        let lock = claim_dir(&cfg.dir, "wiredtiger")?;
+        std::fs::create_dir_all(&cfg.home)
+            .map_err(|e| Error::io(format!("creating {}", cfg.home.display()), e))?;
+        let (conn, direct_io, notes) = connect(&cfg, lock)?;
+        open_table(&conn, &cfg)?;
+        let info = info::engine_info(o, &cfg, direct_io, notes);
+        Ok(WiredTigerEngine {
+            sessions: Sessions::new(conn, cfg.home.clone()),
+            info,
+        })
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        LIMITS.check_put(key, value)?;
+        self.sessions.with("insert", |s| s.put(key, value))
+    }
+}
+
+/// `wiredtiger_open`, with direct I/O for data files if asked; a file system that
+/// refuses O_DIRECT (EINVAL) gets buffered I/O and a note saying so.
+fn connect(cfg: &Config, lock: DirLock) -> Result<(Connection, bool, Vec<String>)> {
+    let e = match Connection::open(&cfg.home, &cfg.open_config(cfg.direct_io), lock) {
+        Ok(conn) => return Ok((conn, cfg.direct_io, Vec::new())),
+        Err((e, lock)) if cfg.direct_io && e.code == EINVAL => {
+            match Connection::open(&cfg.home, &cfg.open_config(false), lock) {
+                Ok(conn) => {
+                    let note = format!(
+                        "direct_io=[data] was refused on this file system ({}); data files use \
+                     buffered I/O, so the OS page cache also caches data, outside the budget",
+                        e.message
+                    );
+                    return Ok((conn, false, vec![note]));
+                }
+                // the retry failing too says the first error was not about O_DIRECT
+                Err(_) => e,
+            }
+        }
+        Err((e, _lock)) => e,
+    };
+    Err(error::map("open", &cfg.home, e))
+}
+
+/// Creates the table on first open (a no-op later, whatever the configuration, so
+/// the one it was created with is checked). Opening its cursor reads the tree's root:
+/// a damaged file fails here.
+fn open_table(conn: &Connection, cfg: &Config) -> Result<()> {
+    let map = |what: &'static str| move |e| error::map(what, &cfg.home, e);
+    let mut first = Session::open(
+        conn,
+        config::SESSION_CONFIG,
+        config::TABLE,
+        Some(&cfg.table_config()),
+        config::CURSOR_CONFIG,
+    )
+    .map_err(map("opening the table"))?;
+    let created = first
+        .metadata(config::TABLE_FILE)
+        .map_err(map("reading the metadata"))?;
+    first.close().map_err(map("opening the table"))?;
+    cfg.check_created(created.as_deref())
+}
+
+impl Engine for WiredTigerEngine {
+    fn info(&self) -> EngineInfo {
+        self.info.clone()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        LIMITS.check_key(key)?;
+        self.sessions.with("search", |s| s.get(key))
+    }
+
+    fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put(key, value)
+    }
+
+    fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put(key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        LIMITS.check_key(key)?;
+        self.sessions.with("remove", |s| s.remove(key))
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> Result<Vec<Pair>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        self.sessions.with("scan", |s| s.scan(start, count))
+    }
+
+    fn counters(&self) -> Counters {
+        match self
+            .sessions
+            .with("statistics", |s| s.stats(&counters::STATS))
+        {
+            Ok(v) => counters::from_statistics(&v),
+            // closed (or WiredTiger failed): nothing to report
+            Err(_) => Counters::default(),
+        }
+    }
+
+    fn close(&self) -> Result<()> {
+        self.sessions.close()
+    }
+}
+
+impl Drop for WiredTigerEngine {
+    fn drop(&mut self) {
+        let _ = self.sessions.close();
+    }
+}
