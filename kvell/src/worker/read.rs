@@ -6,6 +6,7 @@
 //! answered from the cache while an in-place write of the same page is pending (the
 //! acknowledged value), never from a buffer not yet written.
 
+use super::op::Stage;
 use super::state::Worker;
 use super::units::{Busy, BusyState};
 use crate::io::IoKind;
@@ -122,7 +123,7 @@ impl Worker {
     pub(super) fn large_get(&mut self, id: usize, unit: Unit, buf: &[u8]) -> Option<LargeGet> {
         let op = self.ops.try_get(id)?;
         let WReq::Get(key) = &op.req else { return None };
-        if !matches!(op.stage, super::op::Stage::Start) {
+        if !matches!(op.stage, Stage::Start) {
             return None;
         }
         let loc = match crate::index::lock(&self.index).map(|idx| idx.get(key)) {
