@@ -10,6 +10,11 @@
 //! (980 B values + 23 B keys + 16 B header = 1019 B items: the 1 KiB class, 4 per page.)
 //! Other flags: --psync, --flush, --no-checksum, --no-load (reuse the directory), --cache 300M,
 //! --batch N.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark binary: a failed step ends the run with its message"
+)]
 use kvapi::{AsyncEngine, Engine, Reply, Request};
 use kvell::{Config, IoMode, Kvell};
 use std::sync::Arc;

@@ -5,7 +5,6 @@
 //! read completes or after its write completed (write-through). I/O never targets a
 //! frame (it uses its own buffers), so evicting a frame can never pull memory from
 //! under an I/O in flight.
-#![deny(unsafe_code)]
 
 use crate::io::PAGE;
 use crate::slab::Unit;

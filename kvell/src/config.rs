@@ -1,10 +1,18 @@
-//! Configuration: from `kvell.*` options (the driver) or built directly (tests).
-#![deny(unsafe_code)]
+//! Configuration: from `kvell.*` options (the driver) or built directly (tests), the
+//! engine's limits, and what `EngineInfo` says about them.
 
 use crate::io::sim::{Sim, SimDisk};
 use crate::io::{Backend, IoFlags, psync::Psync, uring::Uring};
-use kvapi::{Durability, EngineInfo, Error, Result};
-use std::path::{Path, PathBuf};
+use crate::slab;
+use kvapi::{Durability, EngineInfo, Error, Limits, Result};
+use std::path::PathBuf;
+
+/// The limits of this engine.
+pub const LIMITS: Limits = Limits {
+    max_key: slab::MAX_KEY,
+    max_value: slab::MAX_VALUE,
+    empty_key: true,
+};
 
 /// When a write is acknowledged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,8 +143,8 @@ impl Config {
         Ok(())
     }
 
-    pub(crate) fn format(&self) -> crate::slab::Format {
-        crate::slab::Format {
+    pub(crate) fn format(&self) -> slab::Format {
+        slab::Format {
             checksum: self.checksum,
         }
     }
@@ -221,7 +229,7 @@ impl Config {
             direct_io: Some(self.direct),
             settings,
             notes,
-            limits: crate::LIMITS,
+            limits: LIMITS,
         }
     }
 }
@@ -231,53 +239,4 @@ fn join(d: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(",")
-}
-
-const LAYOUT_FILE: &str = "kvell.layout";
-
-/// Checks (or records) the worker layout of a directory, and that O_DIRECT works.
-pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
-    // The checksum line is only written when on, so directories made before the
-    // option existed (plain items) still match `checksum=false`.
-    let want = format!(
-        "format=1\nworkers={}\ndirs={}\n{}",
-        cfg.workers,
-        cfg.dirs.len(),
-        if cfg.checksum { "checksum=true\n" } else { "" }
-    );
-    let path = dir.join(LAYOUT_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(found) => {
-            if found != want {
-                return Err(Error::InvalidArgument(format!(
-                    "{} was created with a different layout ({}); open it with the same \
-                     kvell.workers, kvell.dir list and kvell.checksum (asked: {})",
-                    dir.display(),
-                    found.trim().replace('\n', ", "),
-                    want.trim().replace('\n', ", ")
-                )));
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::write(&path, &want)
-                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
-        }
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-    }
-    if cfg.direct && !matches!(cfg.io, IoMode::Sim(_)) {
-        let probe = dir.join("kvell.direct-probe");
-        let r = crate::io::psync::open_file(&probe, true);
-        let _ = std::fs::remove_file(&probe);
-        if let Err(e) = r {
-            if e.raw_os_error() == Some(libc::EINVAL) {
-                return Err(Error::InvalidArgument(format!(
-                    "{} refuses O_DIRECT (tmpfs?): put kvell.dir on a real filesystem \
-                     (tests: set KVTESTBED_TMP) or set kvell.direct=false",
-                    dir.display()
-                )));
-            }
-            return Err(Error::io(format!("opening {}", probe.display()), e));
-        }
-    }
-    Ok(())
 }

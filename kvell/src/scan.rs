@@ -9,10 +9,9 @@
 //! scan in one message, the replies of such a batch come back as one event on the
 //! thread's own unbounded channel (a worker never blocks on it), and the next reads
 //! of that scan are issued then; so the reads of every scan in flight overlap.
-#![deny(unsafe_code)]
 
-use crate::Shared;
-use crate::worker::{Done, WReq};
+use crate::request::{Done, WReq};
+use crate::route::Shared;
 use kvapi::{Error, Pair, Reply, Result};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -49,15 +48,15 @@ struct Scan {
 }
 
 /// The first `count` keys >= `start` over all workers, in order.
-fn collect(shared: &Shared, start: &[u8], count: usize) -> Vec<Vec<u8>> {
+fn collect(shared: &Shared, start: &[u8], count: usize) -> Result<Vec<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = Vec::new();
     for w in &shared.workers {
-        let idx = w.index.lock().unwrap_or_else(|e| e.into_inner());
+        let idx = crate::index::lock(&w.index)?;
         keys.extend(idx.keys_from(start, count));
     }
     keys.sort_unstable();
     keys.truncate(count);
-    keys
+    Ok(keys)
 }
 
 /// The scan thread's loop; `tx` sends to `rx` (completions use it).
@@ -84,7 +83,13 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 let keys = if count == 0 {
                     Vec::new()
                 } else {
-                    collect(shared, &start, count)
+                    match collect(shared, &start, count) {
+                        Ok(keys) => keys,
+                        Err(e) => {
+                            done.call(Err(e));
+                            continue;
+                        }
+                    }
                 };
                 if keys.is_empty() {
                     done.call(Ok(Reply::Pairs(Vec::new())));
@@ -111,7 +116,10 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 }
             }
             Event::Reads { scan, replies } => {
-                let s = scans[scan].as_mut().expect("live scan");
+                // A batch's replies come back once, while its scan waits for them.
+                let Some(s) = scans[scan].as_mut() else {
+                    continue;
+                };
                 s.pending -= replies.len();
                 for (i, r) in replies {
                     match r {
@@ -125,7 +133,9 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 scan
             }
         };
-        let s = scans[id].as_mut().expect("live scan");
+        let Some(s) = scans[id].as_mut() else {
+            continue;
+        };
         while s.next < s.keys.len() && s.pending < in_flight && s.err.is_none() {
             batches[shared.worker_of(&s.keys[s.next])].push(s.next);
             s.next += 1;
@@ -144,7 +154,8 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 .map(|i| {
                     let (batch, tx) = (batch.clone(), tx.clone());
                     let done = Done::new(move |r| {
-                        let mut g = batch.lock().unwrap_or_else(|e| e.into_inner());
+                        // Replies on their way to the scan thread: a hand-off slot.
+                        let mut g = kvapi::sync::lock_handoff(&batch);
                         g.replies.push((i, r));
                         g.left -= 1;
                         if g.left == 0 {
@@ -158,8 +169,10 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 .collect();
             shared.send_many(w, ops);
         }
-        if s.pending == 0 && (s.next == s.keys.len() || s.err.is_some()) {
-            let s = scans[id].take().expect("live scan");
+        if s.pending == 0
+            && (s.next == s.keys.len() || s.err.is_some())
+            && let Some(s) = scans[id].take()
+        {
             free.push(id);
             active -= 1;
             let r = match s.err {

@@ -1,5 +1,4 @@
 //! Per-worker counters (relaxed atomics: each is written by one worker thread).
-#![deny(unsafe_code)]
 
 use std::sync::atomic::AtomicU64;
 

@@ -1,8 +1,13 @@
 //! Bad input: oversized keys and values, corrupt and truncated slabs, a second open,
 //! a changed worker layout, misspelt options, a filesystem without O_DIRECT.
-use kvtestkit::conformance::TempDir;
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 use kvapi::{Engine, Error, Request};
 use kvell::{Config, Kvell, slab};
+use kvtestkit::conformance::TempDir;
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::sync::mpsc;

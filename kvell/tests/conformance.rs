@@ -1,4 +1,9 @@
 //! The shared conformance suite, on io_uring and on the pread/pwrite backend.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 use std::path::Path;
 use std::sync::Arc;
 

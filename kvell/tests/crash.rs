@@ -3,12 +3,17 @@
 //! flight and prints every acknowledged (key, version) on stdout; the parent kills it,
 //! reopens the directory and checks each acknowledged write is there, with that
 //! version or a later one the child had submitted.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 mod common;
 
 use common::{Rng, value};
-use kvtestkit::conformance::TempDir;
 use kvapi::{Engine, Request};
 use kvell::{Config, Kvell};
+use kvtestkit::conformance::TempDir;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -9,15 +9,20 @@
 //!   `KVTESTBED_EXHAUSTIVE=1` (or run the ignored test) for every page.
 //! - I/O errors: the Nth I/O of a short workload fails, for every N.
 //! - Full disk: a small ext4 image mounted on a loop device (root only).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 mod common;
 
 use common::{Rng, value};
+use kvapi::{Engine, Error};
+use kvell::{Config, IoMode, Kvell, Mode, SimDisk};
 use kvtestkit::conformance::TempDir;
 use kvtestkit::faults::{
     Mutation, Outcome, SeededRng, Tally, count_panics, exhaustive, panics, write_result,
 };
-use kvapi::{Engine, Error};
-use kvell::{Config, IoMode, Kvell, Mode, SimDisk};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,10 +1,15 @@
 //! Random operation sequences against a BTreeMap, with close/reopen in the middle.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 mod common;
 
 use common::{Rng, value};
 use kvapi::Engine;
-use kvtestkit::conformance::TempDir;
 use kvell::{Config, IoMode, Kvell};
+use kvtestkit::conformance::TempDir;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

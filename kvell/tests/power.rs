@@ -7,12 +7,17 @@
 //! wrong value, never brings a key back at an older value than its last acknowledged
 //! one, and only keys with a write pending at the crash lose their acknowledged value
 //! (counted; see DESIGN.md, Durability classes met).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
 mod common;
 
 use common::{Rng, value};
-use kvtestkit::conformance::TempDir;
 use kvapi::{Engine, Error, Request};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk};
+use kvtestkit::conformance::TempDir;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, mpsc};
 

@@ -1,6 +1,8 @@
 //! 4 KiB-aligned buffers for O_DIRECT I/O.
-// This module holds the crate's unsafe code, each use with a SAFETY comment.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "an aligned allocation and the slices over it; each use has its SAFETY note"
+)]
 
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
@@ -28,6 +30,11 @@ impl AlignedBuf {
     /// A zeroed buffer of `len` bytes rounded up to whole pages (at least one page).
     pub fn new(len: usize) -> AlignedBuf {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
+        #[expect(
+            clippy::expect_used,
+            reason = "PAGE is a power of two; only a length near isize::MAX fails, and \
+                      Vec::with_capacity panics there too"
+        )]
         let layout = Layout::from_size_align(len, PAGE).expect("buffer layout");
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
@@ -84,6 +91,10 @@ impl std::ops::DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        #[expect(
+            clippy::expect_used,
+            reason = "the layout `new` allocated with, so it is valid"
+        )]
         let layout = Layout::from_size_align(self.cap, PAGE).expect("buffer layout");
         // SAFETY: allocated in `new` with this exact layout and not freed before.
         unsafe { dealloc(self.ptr.as_ptr(), layout) }

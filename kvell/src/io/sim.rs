@@ -4,7 +4,6 @@
 //! process every completed write survives; after a power loss each non-durable page
 //! independently survives or not (writes torn at 4 KiB), or, for a device whose atomic
 //! write unit is a 512 B sector, each sector of each non-durable page does.
-#![deny(unsafe_code)]
 
 use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq, PAGE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,6 +33,13 @@ struct State {
 }
 
 impl State {
+    /// A file opened through [`Sim::open`] (an error if a test removed it).
+    fn file_mut(&mut self, path: &Path) -> io::Result<&mut SimFile> {
+        self.files
+            .get_mut(path)
+            .ok_or_else(|| io::Error::other(format!("sim file {} is gone", path.display())))
+    }
+
     /// Counts one operation; fails it if fault injection says so.
     fn step(&mut self) -> io::Result<()> {
         let n = self.ops;
@@ -110,8 +116,11 @@ impl SimDisk {
         SimDisk::default()
     }
 
+    /// The disk's state. It is the simulated device, not engine state, and every
+    /// change to it is a whole copy of bytes: a test thread that panicked holding it
+    /// leaves a disk the engine may go on reading and writing, as a real one would.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        kvapi::sync::lock_handoff(&self.0)
     }
 
     /// Freezes the disk in the state `crash` leaves; writes after this are dropped.
@@ -196,7 +205,7 @@ impl Sim {
         if s.frozen {
             return Ok(());
         }
-        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        let f = s.file_mut(&self.files[file])?;
         let off = offset as usize;
         let end = off + buf.len();
         if f.data.len() < end {
@@ -209,7 +218,7 @@ impl Sim {
             Some((at, c)) if s.ops > at => Some(c),
             _ => None,
         };
-        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        let f = s.file_mut(&self.files[file])?;
         if self.flags.dsync && crash.is_none() {
             f.durable[off..end].copy_from_slice(buf);
         } else {
@@ -224,7 +233,7 @@ impl Sim {
     fn do_read(&self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let mut s = self.disk.lock();
         s.step()?;
-        let f = s.files.get(&self.files[file]).expect("sim file");
+        let f = s.file_mut(&self.files[file])?;
         let off = offset as usize;
         if off + buf.len() > f.data.len() {
             return Err(io::Error::new(
@@ -257,7 +266,7 @@ impl Backend for Sim {
         if s.frozen {
             return Ok(());
         }
-        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        let f = s.file_mut(&self.files[file])?;
         if (len as usize) > f.data.len() {
             f.data.resize(len as usize, 0);
             f.durable.resize(len as usize, 0);
@@ -276,7 +285,7 @@ impl Backend for Sim {
         if s.frozen {
             return Ok(());
         }
-        let f = s.files.get_mut(&self.files[file]).expect("sim file");
+        let f = s.file_mut(&self.files[file])?;
         for &p in &f.dirty {
             let r = p * PAGE..(p + 1) * PAGE;
             f.durable[r.clone()].copy_from_slice(&f.data[r]);

@@ -1,129 +1,25 @@
-//! Slab layout: size classes, slot positions and the on-disk item format.
-//! See kvell/DESIGN.md for the byte-level diagrams.
-#![deny(unsafe_code)]
+//! The item codec: the bytes of a slot (item, tombstone, never written), one copy for
+//! the write path, the read path and recovery. Where a slot lies is `class.rs`'s.
+//!
+//! Small item (16-byte header), little-endian (`to_le_bytes`), with checksums:
+//! ```text
+//!  0        8        10       12          16         16+K         16+K+V     +4       class
+//!  | ts u64 | K u16  | F u16  | V u32     | key (K)  | value (V)  | crc u32  | zeros  |
+//! ```
+//! `F` = 1 and `crc` = CRC32 (IEEE) of bytes 0..16+K+V in a checksummed database; `F` = 0
+//! and no trailer otherwise. Empty slot: the 16 header bytes zero (`ts` = 0). Tombstone:
+//! `K` = 0xFFFF, `V` = 0, bytes 16..24 the next free slot of its chain (`NO_NEXT` ends
+//! it), then (checksums) the CRC32 of bytes 0..24. A large item's first page carries
+//! the header, every later page starts with the same `ts` (8 bytes); key, value and CRC
+//! stream through the pages' payloads. See kvell/DESIGN.md for the full diagrams.
 
+use super::class::{CONT_HEADER, HEADER, MAX_KEY, class_of, large_pages_used};
 use crate::io::PAGE;
 
-/// Bytes of item (header + key + value) per slot of the small classes.
-pub const SMALL: [usize; 9] = [100, 128, 256, 400, 512, 1024, 1365, 2048, 4096];
-/// Pages per slot of the large classes (items over one page).
-pub const LARGE_PAGES: [usize; 12] = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
-pub const NCLASS: usize = SMALL.len() + LARGE_PAGES.len();
-
-/// Item header: ts u64 | key_len u16 | flags u16 | value_len u32.
-pub const HEADER: usize = 16;
-/// Header of every page of a large item after the first: ts u64.
-pub const CONT_HEADER: usize = 8;
 /// `key_len` of a tombstone.
 pub const TOMB: u16 = 0xFFFF;
 /// End of a free-slot chain.
 pub const NO_NEXT: u64 = u64::MAX;
-/// Largest key accepted.
-pub const MAX_KEY: usize = 1024;
-/// Largest value accepted (fits the largest class with the largest key).
-pub const MAX_VALUE: usize = 8 << 20;
-
-/// A slot location packed in a u64: class in the top 6 bits, slot number below.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Loc(pub u64);
-
-impl Loc {
-    pub fn new(class: usize, slot: u64) -> Loc {
-        debug_assert!(slot < 1 << 58);
-        Loc(((class as u64) << 58) | slot)
-    }
-    pub fn class(self) -> usize {
-        (self.0 >> 58) as usize
-    }
-    pub fn slot(self) -> u64 {
-        self.0 & ((1 << 58) - 1)
-    }
-    /// The I/O unit holding the slot: a page (small) or the slot itself (large).
-    pub fn unit(self) -> Unit {
-        let c = self.class();
-        let u = if is_large(c) {
-            self.slot()
-        } else {
-            self.slot() / per_page(c) as u64
-        };
-        Unit::new(c, u)
-    }
-    /// Byte offset of the slot inside its unit.
-    pub fn offset_in_unit(self) -> usize {
-        let c = self.class();
-        if is_large(c) {
-            0
-        } else {
-            (self.slot() % per_page(c) as u64) as usize * SMALL[c]
-        }
-    }
-}
-
-/// An I/O unit: (class, page) for small classes, (class, slot) for large ones.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Unit(pub u64);
-
-impl Unit {
-    pub fn new(class: usize, n: u64) -> Unit {
-        Unit(((class as u64) << 58) | n)
-    }
-    pub fn class(self) -> usize {
-        (self.0 >> 58) as usize
-    }
-    pub fn n(self) -> u64 {
-        self.0 & ((1 << 58) - 1)
-    }
-    pub fn file_offset(self) -> u64 {
-        self.n() * unit_len(self.class()) as u64
-    }
-}
-
-pub fn is_large(class: usize) -> bool {
-    class >= SMALL.len()
-}
-
-/// Slots per page of a small class.
-pub fn per_page(class: usize) -> usize {
-    PAGE / SMALL[class]
-}
-
-/// Bytes of one I/O unit of the class.
-pub fn unit_len(class: usize) -> usize {
-    if is_large(class) {
-        LARGE_PAGES[class - SMALL.len()] * PAGE
-    } else {
-        PAGE
-    }
-}
-
-/// Bytes of key + value a large slot of `pages` pages holds.
-pub fn large_capacity(pages: usize) -> usize {
-    pages * PAGE - HEADER - (pages - 1) * CONT_HEADER
-}
-
-/// The class of an item, or None if too large.
-pub fn class_of(key_len: usize, value_len: usize) -> Option<usize> {
-    let n = HEADER + key_len + value_len;
-    if let Some(c) = SMALL.iter().position(|&s| n <= s) {
-        return Some(c);
-    }
-    LARGE_PAGES
-        .iter()
-        .position(|&p| key_len + value_len <= large_capacity(p))
-        .map(|i| SMALL.len() + i)
-}
-
-/// Name of a slab file.
-pub fn file_name(worker: usize, class: usize) -> String {
-    if is_large(class) {
-        format!(
-            "w{worker:03}-large-{}p.slab",
-            LARGE_PAGES[class - SMALL.len()]
-        )
-    } else {
-        format!("w{worker:03}-{}.slab", SMALL[class])
-    }
-}
 
 /// What a slot holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,8 +35,11 @@ pub enum Slot {
     },
 }
 
+/// The little-endian u64 at byte `at` (past the end it panics, as slicing does).
 fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
 }
 
 /// Bytes of the checksum trailer of an item or tombstone in a checksummed slab.
@@ -188,7 +87,7 @@ impl Format {
         let ts = u64_at(b, 0);
         let key_len = u16::from_le_bytes([b[8], b[9]]);
         let flags = u16::from_le_bytes([b[10], b[11]]);
-        let value_len = u32::from_le_bytes(b[12..16].try_into().expect("4 bytes")) as usize;
+        let value_len = u32_at(b, 12) as usize;
         if ts == 0 {
             if key_len == 0 && value_len == 0 && flags == 0 {
                 return Ok(Slot::Empty);
@@ -333,8 +232,11 @@ impl Format {
 /// A key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
 
+/// The little-endian u32 at byte `at`.
 fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
 }
 
 /// Parses a slot of the plain format (no checksums); see [`Format::parse`].
@@ -365,15 +267,6 @@ pub fn small_kv(b: &[u8], key_len: usize, value_len: usize) -> (&[u8], &[u8]) {
     (&b[HEADER..k], &b[k..k + value_len])
 }
 
-/// Pages a large item of this many key+value bytes really uses.
-pub fn large_pages_used(bytes: usize) -> usize {
-    if bytes <= PAGE - HEADER {
-        1
-    } else {
-        1 + (bytes - (PAGE - HEADER)).div_ceil(PAGE - CONT_HEADER)
-    }
-}
-
 /// Writes a large item of the plain format over the whole unit buffer.
 pub fn write_large(b: &mut [u8], ts: u64, key: &[u8], value: &[u8]) {
     Format::default().write_large(b, ts, key, value)
@@ -392,17 +285,9 @@ pub fn read_large(
         .flatten()
 }
 
-/// Key+value capacity of a slot of the class.
-pub fn room(class: usize) -> usize {
-    if is_large(class) {
-        large_capacity(LARGE_PAGES[class - SMALL.len()])
-    } else {
-        SMALL[class] - HEADER
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::class::{MAX_VALUE, room, unit_len};
     use super::*;
 
     #[test]

@@ -9,9 +9,8 @@
 //! never followed), and large slabs keep every free slot in memory (a large slot is
 //! at least 8 KiB, so 8 B of memory per free one is negligible and allocation needs
 //! no read of the old tombstone).
-#![deny(unsafe_code)]
 
-use crate::slab::NO_NEXT;
+use super::format::NO_NEXT;
 use std::collections::VecDeque;
 
 pub struct FreeList {

@@ -1,0 +1,11 @@
+//! The per-worker in-memory index (`map.rs`), its front-coded blocks (`block.rs`) and
+//! keys (`key.rs`). See kvell/DESIGN.md (Index) for the layout and its cost.
+
+mod block;
+mod key;
+mod map;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use key::Key;
+pub(crate) use map::{Index, lock};

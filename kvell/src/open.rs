@@ -1,0 +1,214 @@
+//! Opening the engine: every data directory is claimed and its layout checked; then
+//! each worker, on its own thread and in parallel with the others, opens its backend,
+//! recovers its slabs while a helper thread sets up its page cache, marks its
+//! clean-shutdown record open and starts serving; the scan thread starts last.
+
+use crate::cache::PageCache;
+use crate::config::Config;
+use crate::index::Index;
+use crate::poison::Poison;
+use crate::request::Msg;
+use crate::route::{Shared, WorkerHandle};
+use crate::scan;
+use crate::stats::Stats;
+use crate::worker::{Parts, Worker};
+use crate::{index, layout, recovery};
+use kvapi::{DirLock, EngineInfo, Error, Result};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Sender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// An engine opened: its workers serving, its scan thread started.
+pub(crate) struct Opened {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) info: EngineInfo,
+    pub(crate) scan_tx: Sender<scan::Event>,
+    pub(crate) scan_thread: JoinHandle<()>,
+    pub(crate) locks: Vec<DirLock>,
+    pub(crate) recovery_us: u64,
+    pub(crate) recovery_bytes: u64,
+    pub(crate) recovery_torn_items: u64,
+}
+
+/// What a worker reports once open.
+struct WorkerOpened {
+    /// Slab bytes read by recovery.
+    bytes: u64,
+    /// Slots repaired or freed by recovery.
+    repaired: u64,
+    torn_items: u64,
+    /// The first torn slots, described.
+    torn_notes: Vec<String>,
+    /// Time to allocate and touch its page cache (during recovery, in parallel).
+    cache_us: u64,
+}
+
+/// Opens (creating or recovering) the engine's directories and starts its threads.
+pub(crate) fn open(cfg: Config) -> Result<Opened> {
+    let t0 = Instant::now();
+    let mut locks = Vec::new();
+    for d in &cfg.dirs {
+        locks.push(kvapi::claim_dir(d, "kvell")?);
+        layout::check_layout(d, &cfg)?;
+    }
+    let poison = Arc::new(Poison::default());
+    let per_worker_cache = cfg.cache_bytes / cfg.workers as u64;
+    // Recovery runs on every worker in parallel.
+    let mut opening = Vec::new();
+    for w in 0..cfg.workers {
+        let cfg = cfg.clone();
+        let poison = poison.clone();
+        let (ready_tx, ready_rx) = sync_channel::<Result<WorkerOpened>>(1);
+        let (tx, rx) = sync_channel::<Msg>(cfg.queue_capacity());
+        let index = Arc::new(Mutex::new(Index::default()));
+        let stats = Arc::new(Stats::default());
+        let (i2, s2) = (index.clone(), stats.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("kvell-worker-{w}"))
+            .spawn(
+                move || match open_worker(w, &cfg, i2, s2, poison, per_worker_cache) {
+                    Ok((worker, opened)) => {
+                        let _ = ready_tx.send(Ok(opened));
+                        worker.run(rx);
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                    }
+                },
+            )
+            .map_err(|e| Error::io("spawning a worker thread", e))?;
+        opening.push((
+            WorkerHandle {
+                tx,
+                index,
+                stats,
+                thread: Mutex::new(Some(thread)),
+            },
+            ready_rx,
+        ));
+    }
+    let mut workers = Vec::new();
+    let mut first_err = None;
+    let mut recovery_bytes = 0;
+    let mut repaired = 0;
+    let mut recovery_torn_items = 0;
+    let mut torn_notes = Vec::new();
+    let mut cache_setup_us = 0;
+    for (h, ready) in opening {
+        match ready.recv() {
+            Ok(Ok(o)) => {
+                recovery_bytes += o.bytes;
+                repaired += o.repaired;
+                recovery_torn_items += o.torn_items;
+                let more = o.torn_items.saturating_sub(o.torn_notes.len() as u64);
+                torn_notes.extend(o.torn_notes);
+                if more > 0 {
+                    torn_notes.push(format!(
+                        "recovery: {more} more slots of worker {} freed as torn writes",
+                        workers.len()
+                    ));
+                }
+                // Workers set up their caches in parallel.
+                cache_setup_us = cache_setup_us.max(o.cache_us);
+            }
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(_) => {
+                first_err.get_or_insert(Error::Engine("a kvell worker died while opening".into()));
+            }
+        }
+        workers.push(h);
+    }
+    let shared = Arc::new(Shared {
+        workers,
+        closed: AtomicBool::new(false),
+    });
+    if let Some(e) = first_err {
+        let _ = shared.shutdown_workers();
+        return Err(e);
+    }
+    let recovery_us = t0.elapsed().as_micros() as u64;
+    let mut info = cfg.info(recovery_us, recovery_bytes, repaired);
+    info.notes.extend(torn_notes);
+    info.settings.push((
+        "recovery_torn_items".into(),
+        recovery_torn_items.to_string(),
+    ));
+    info.settings
+        .push(("cache_setup_us".into(), cache_setup_us.to_string()));
+    let (scan_tx, scan_rx) = std::sync::mpsc::channel();
+    let s2 = shared.clone();
+    let tx2 = scan_tx.clone();
+    let scan_in_flight = cfg.scan_in_flight;
+    let scan_thread = std::thread::Builder::new()
+        .name("kvell-scan".into())
+        .spawn(move || scan::run(&s2, scan_rx, tx2, scan_in_flight))
+        .map_err(|e| Error::io("spawning the scan thread", e))?;
+    Ok(Opened {
+        shared,
+        info,
+        scan_tx,
+        scan_thread,
+        locks,
+        recovery_us,
+        recovery_bytes,
+        recovery_torn_items,
+    })
+}
+
+/// Opens worker `w` on its thread: its backend, the recovery of its slabs (with its
+/// page cache set up beside it), its clean-shutdown record marked open.
+fn open_worker(
+    w: usize,
+    cfg: &Config,
+    index: Arc<Mutex<Index>>,
+    stats: Arc<Stats>,
+    poison: Arc<Poison>,
+    cache_bytes: u64,
+) -> Result<(Worker, WorkerOpened)> {
+    let dir = cfg.dir_of(w);
+    let mut io = cfg.backend()?;
+    // The cache is touched (see `PageCache::new`) by a helper thread while this one
+    // scans the slabs: recovery waits for its reads, the touching is kernel work.
+    let (rec, (cache, cache_us)) = std::thread::scope(|s| {
+        let cache = std::thread::Builder::new()
+            .name(format!("kvell-cache-{w}"))
+            .spawn_scoped(s, || {
+                let t = Instant::now();
+                let c = PageCache::new(cache_bytes);
+                (c, t.elapsed().as_micros() as u64)
+            });
+        // From here on the slabs change: the record says "open" until a clean close.
+        let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
+            .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r));
+        let cache = match cache {
+            Ok(h) => h
+                .join()
+                .map_err(|_| Error::Engine("setting up the page cache panicked".into())),
+            Err(e) => Err(Error::io("spawning the page-cache thread", e)),
+        };
+        rec.and_then(|r| cache.map(|c| (r, c)))
+    })?;
+    let opened = WorkerOpened {
+        bytes: rec.bytes_read,
+        repaired: rec.stale + rec.torn + rec.torn_items,
+        torn_items: rec.torn_items,
+        torn_notes: rec.torn_notes,
+        cache_us,
+    };
+    *index::lock(&index)? = rec.index;
+    let parts = Parts {
+        io,
+        slabs: rec.slabs,
+        clean: rec.clean,
+        index,
+        cache,
+        stats,
+        poison,
+        ts: rec.max_ts,
+    };
+    Ok((Worker::new(parts, cfg), opened))
+}

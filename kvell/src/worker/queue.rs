@@ -1,0 +1,201 @@
+//! The worker's I/O queue, between its units and the backend's ring: units whose
+//! I/O is ready wait here in order; `submit` hands them to the backend in batches of
+//! at most `batch` per system call while fewer than `queue_depth` are in flight, and
+//! `reap` takes the completions that have arrived (waiting for one only when the
+//! worker has nothing else to do). The C code waits for a whole batch
+//! (`io_getevents(min_nr = batch)`), idling the disk.
+//!
+//! Writes of consecutive pages of one slab queued one behind the other (appends) leave
+//! as one I/O of up to `RUN` pages, copied into a pooled run buffer: one request
+//! instead of one per page, which the block layer would merge anyway but only after
+//! the kernel's per-I/O cost for each page. The completion is split back per page
+//! (`complete.rs`), so each page still has one I/O in flight at a time; it counts as
+//! one I/O against `queue_depth`.
+
+use super::units::Units;
+use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE, RUN};
+use crate::poison::Poison;
+use crate::slab::{self, Slab, Unit};
+use crate::stats::Stats;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+pub(super) struct IoQueue {
+    /// Units whose I/O is ready to hand to the backend, in order.
+    to_submit: VecDeque<(Unit, IoKind)>,
+    /// I/Os handed to the backend and not yet reaped.
+    inflight: usize,
+    queue_depth: usize,
+    batch: usize,
+    /// Page and run buffers, reused so the hot path does not allocate.
+    pub(super) pool: BufPool,
+    /// The completions vector, reused between reaps.
+    completions: Vec<IoDone>,
+}
+
+impl IoQueue {
+    pub(super) fn new(queue_depth: usize, batch: usize) -> IoQueue {
+        IoQueue {
+            to_submit: VecDeque::new(),
+            inflight: 0,
+            queue_depth: queue_depth.max(1),
+            batch: batch.max(1),
+            pool: BufPool::default(),
+            completions: Vec::new(),
+        }
+    }
+
+    pub(super) fn depth(&self) -> usize {
+        self.queue_depth
+    }
+
+    /// Queues the I/O of a unit (a read, or the write of its prepared image).
+    pub(super) fn push(&mut self, unit: Unit, kind: IoKind) {
+        self.to_submit.push_back((unit, kind));
+    }
+
+    pub(super) fn inflight(&self) -> usize {
+        self.inflight
+    }
+
+    /// I/O queued and not yet handed to the backend.
+    pub(super) fn has_queued(&self) -> bool {
+        !self.to_submit.is_empty()
+    }
+
+    /// Nothing queued, nothing in flight.
+    pub(super) fn is_idle(&self) -> bool {
+        self.inflight == 0 && self.to_submit.is_empty()
+    }
+
+    /// Hands queued I/O to the backend while under the queue depth, in batches.
+    pub(super) fn submit(
+        &mut self,
+        io: &mut dyn Backend,
+        units: &mut Units,
+        slabs: &[Slab],
+        stats: &Stats,
+        poison: &Poison,
+    ) {
+        while self.inflight < self.queue_depth && !self.to_submit.is_empty() {
+            let t = Instant::now();
+            let mut n = 0;
+            while n < self.batch && self.inflight < self.queue_depth {
+                let Some((unit, kind)) = self.to_submit.pop_front() else {
+                    break;
+                };
+                let class = unit.class();
+                let mut buf = match kind {
+                    IoKind::Read => {
+                        if slab::is_large(class) {
+                            AlignedBuf::new(slab::unit_len(class))
+                        } else {
+                            self.pool.get(PAGE)
+                        }
+                    }
+                    IoKind::Write => units.take_prepared(unit),
+                };
+                // Writes of the following pages of the same slab, queued right
+                // behind this one (appends), leave in the same I/O.
+                if kind == IoKind::Write && !slab::is_large(class) {
+                    let next = |q: &VecDeque<(Unit, IoKind)>, pages: usize| {
+                        pages < RUN
+                            && q.front().is_some_and(|&(u, k)| {
+                                k == IoKind::Write
+                                    && u.class() == class
+                                    && u.n() == unit.n() + pages as u64
+                            })
+                    };
+                    if next(&self.to_submit, 1) {
+                        let mut run = self.pool.get_run();
+                        run[..PAGE].copy_from_slice(&buf[..PAGE]);
+                        self.pool.put(buf);
+                        let mut pages = 1;
+                        while next(&self.to_submit, pages) {
+                            let Some((u, _)) = self.to_submit.pop_front() else {
+                                break;
+                            };
+                            let b = units.take_prepared(u);
+                            run[pages * PAGE..(pages + 1) * PAGE].copy_from_slice(&b[..PAGE]);
+                            self.pool.put(b);
+                            pages += 1;
+                        }
+                        run.set_len(pages * PAGE);
+                        buf = run;
+                    }
+                }
+                let req = IoReq {
+                    file: slabs[class].file,
+                    offset: unit.file_offset(),
+                    kind,
+                    buf,
+                    tag: unit.0,
+                };
+                match io.push(req) {
+                    Ok(()) => {
+                        self.inflight += 1;
+                        n += 1;
+                    }
+                    Err(req) => {
+                        if kind == IoKind::Write {
+                            // Back to one prepared image per page, in queue order.
+                            let pages = req.buf.len() / PAGE;
+                            for i in (0..pages).rev() {
+                                let u = Unit::new(class, unit.n() + i as u64);
+                                let mut b = self.pool.get(PAGE);
+                                b[..PAGE].copy_from_slice(&req.buf[i * PAGE..(i + 1) * PAGE]);
+                                units.restore_prepared(u, b);
+                                self.to_submit.push_front((u, kind));
+                            }
+                            self.pool.put(req.buf);
+                        } else {
+                            self.to_submit.push_front((unit, kind));
+                        }
+                        break;
+                    }
+                }
+            }
+            if n == 0 {
+                break;
+            }
+            if let Err(e) = io.submit() {
+                poison.set(format!("submitting I/O: {e}"));
+            }
+            stats
+                .submit_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            stats.submits.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The completions that have arrived; with `wait`, blocks until one does. Each
+    /// completion handled is `completed`; the vector goes back with `reaped`.
+    pub(super) fn reap(
+        &mut self,
+        io: &mut dyn Backend,
+        wait: bool,
+        stats: &Stats,
+        poison: &Poison,
+    ) -> Vec<IoDone> {
+        let t = Instant::now();
+        let mut done = std::mem::take(&mut self.completions);
+        if let Err(e) = io.reap(wait, &mut done) {
+            poison.set(format!("reaping I/O completions: {e}"));
+        }
+        stats
+            .wait_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        done
+    }
+
+    /// One I/O in flight completed.
+    pub(super) fn completed(&mut self) {
+        self.inflight -= 1;
+    }
+
+    /// The completions vector, drained, for the next reap.
+    pub(super) fn reaped(&mut self, done: Vec<IoDone>) {
+        self.completions = done;
+    }
+}

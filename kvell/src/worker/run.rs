@@ -1,0 +1,170 @@
+//! The worker's event loop: take requests in, step each as far as it can go, hand
+//! queued I/O to the backend, reap completions as they arrive, and at close finish
+//! every request, sync and record the clean close.
+
+use super::op::Stage;
+use super::state::Worker;
+use crate::request::{Msg, WReq};
+use kvapi::{Error, Reply, Result};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::Instant;
+
+impl Worker {
+    /// The event loop; returns when closed (after finishing every request).
+    pub(crate) fn run(mut self, rx: Receiver<Msg>) {
+        // Requests a worker takes in at once: 4 x the queue depth, as the C code's
+        // MAX_NB_PENDING_CALLBACKS_PER_WORKER, so that with cache hits among them the
+        // worker still has `queue_depth` I/Os to keep in flight. The rest wait in the
+        // bounded channel.
+        let max_active = (self.queue.depth() * 4).max(64);
+        let mut closing: Option<Sender<Result<()>>> = None;
+        let mut disconnected = false;
+        loop {
+            let mut got = false;
+            if closing.is_none() && !disconnected {
+                if self.ops.active() == 0 && self.queue.is_idle() {
+                    let t = Instant::now();
+                    match rx.recv() {
+                        Ok(m) => {
+                            self.stats
+                                .idle_ns
+                                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                            got = true;
+                            self.handle(m, &mut closing);
+                        }
+                        Err(_) => disconnected = true,
+                    }
+                }
+                while closing.is_none() && self.ops.active() < max_active {
+                    match rx.try_recv() {
+                        Ok(m) => {
+                            got = true;
+                            self.handle(m, &mut closing);
+                        }
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Disconnected) => {
+                            disconnected = true;
+                            break;
+                        }
+                    }
+                }
+            }
+            // Gets deferred while handling new requests (a cached page that does not
+            // hold the indexed key, with no write pending: after a failed write)
+            // must not wait for a completion that may never come.
+            self.run_deferred();
+            self.queue.submit(
+                self.io.as_mut(),
+                &mut self.units,
+                &self.slabs,
+                &self.stats,
+                &self.poison,
+            );
+            if self.queue.inflight() > 0 {
+                let wait =
+                    !got || self.ops.active() >= max_active || closing.is_some() || disconnected;
+                let mut done = self
+                    .queue
+                    .reap(self.io.as_mut(), wait, &self.stats, &self.poison);
+                for d in done.drain(..) {
+                    self.queue.completed();
+                    self.complete(d);
+                }
+                self.queue.reaped(done);
+            } else if self.queue.has_queued() {
+                continue;
+            }
+            if (closing.is_some() || disconnected) && self.ops.active() == 0 && self.queue.is_idle()
+            {
+                let r = self.close();
+                if let Some(tx) = closing {
+                    let _ = tx.send(r);
+                }
+                return;
+            }
+        }
+    }
+
+    /// Every request is finished: syncs every slab and, if all is well, records
+    /// where each slab ends, so the next open can tell lost pages from never-written
+    /// ones.
+    fn close(&mut self) -> Result<()> {
+        let mut r = Ok(());
+        for s in &self.slabs {
+            if let Err(e) = self.io.sync(s.file) {
+                r = Err(Error::io(format!("syncing {}", s.path.display()), e));
+            }
+        }
+        if r.is_ok() && self.poison.check().is_ok() {
+            let ends: Vec<u64> = self.slabs.iter().map(|s| s.next_slot).collect();
+            r = self.clean.mark_closed(self.io.as_mut(), &ends);
+        }
+        r
+    }
+
+    fn handle(&mut self, m: Msg, closing: &mut Option<Sender<Result<()>>>) {
+        match m {
+            Msg::Close(tx) => *closing = Some(tx),
+            Msg::Ops(ops) => {
+                for (req, done) in ops {
+                    self.handle(Msg::Op(req, done), closing);
+                }
+            }
+            Msg::Op(req, done) => {
+                let id = self.ops.admit(req, done);
+                self.step(id);
+            }
+        }
+    }
+
+    /// Advances a request as far as it can go without waiting.
+    pub(super) fn step(&mut self, id: usize) {
+        let stage = std::mem::replace(&mut self.ops.get_mut(id).stage, Stage::Start);
+        match stage {
+            Stage::Start => {
+                match self.ops.get(id).req {
+                    WReq::Get(_) => self.get(id),
+                    WReq::Put(..) => self.start_put(id),
+                    WReq::Delete(_) => {
+                        if self.acquire_key(id, false) {
+                            self.start_delete(id)
+                        }
+                        // else waits for the key's earlier writes (`Keys::release`)
+                    }
+                }
+            }
+            Stage::Write {
+                target,
+                old,
+                fresh,
+                follow_chain,
+            } => self.write_item(id, target, old, fresh, follow_chain),
+            Stage::Free { loc } => self.write_tomb(id, loc),
+            s @ (Stage::Written { .. } | Stage::Freed { .. }) => self.ops.get_mut(id).stage = s,
+        }
+    }
+
+    pub(super) fn run_deferred(&mut self) {
+        while !self.deferred.is_empty() {
+            for id in std::mem::take(&mut self.deferred) {
+                self.step(id);
+            }
+        }
+    }
+
+    /// Answers request `id` and lets go of it: its key, if it held one, passes to the
+    /// next write waiting for it, which is started from the deferred list (not from
+    /// here: `finish` runs inside completion loops).
+    pub(super) fn finish(&mut self, id: usize, r: Result<Reply>) {
+        if let Some(mut op) = self.ops.retire(id) {
+            if let Some(done) = op.done.take() {
+                done.call(r);
+            }
+            if let Some((next, hold)) = self.keys.release(op.hold) {
+                self.ops.get_mut(next).hold = hold;
+                self.deferred.push(next);
+            }
+        }
+    }
+}
