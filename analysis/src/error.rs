@@ -131,67 +131,9 @@ impl From<HistogramError> for Error {
     }
 }
 
-/// Why a JSON file is not the result file it should be.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// Not JSON at all.
-    NotJson(serde_json::Error),
-    /// JSON, but not an object.
-    NotAnObject,
-    /// An object without a field every `ycsb` result file has.
-    MissingField(&'static str),
-    /// Has the fields of a `ycsb` result file, but their values do not fit.
-    NotARunFile(serde_json::Error),
-    /// No `kind` field where one was expected.
-    NoKind { expected: String },
-    /// A `kind` other than the one expected.
-    WrongKind { found: String, expected: String },
-    /// The right `kind`, but the fields do not fit it.
-    Invalid {
-        kind: String,
-        source: serde_json::Error,
-    },
-    /// Not a `ycsb device` result.
-    NotADeviceProbe,
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ParseError::NotJson(e) => write!(f, "not JSON: {e}"),
-            ParseError::NotAnObject => write!(f, "not a JSON object"),
-            ParseError::MissingField(key) => {
-                write!(f, "not a ycsb result file (no `{key}` field)")
-            }
-            ParseError::NotARunFile(e) => write!(f, "not a ycsb result file: {e}"),
-            ParseError::NoKind { expected } => {
-                write!(f, "no `kind` field (expected \"{expected}\")")
-            }
-            ParseError::WrongKind { found, expected } => {
-                write!(f, "`kind` is \"{found}\", expected \"{expected}\"")
-            }
-            ParseError::Invalid { kind, source } => {
-                write!(f, "not a valid \"{kind}\" file: {source}")
-            }
-            ParseError::NotADeviceProbe => write!(f, "not a `ycsb device` result"),
-        }
-    }
-}
-
-impl StdError for ParseError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        match self {
-            ParseError::NotJson(e) | ParseError::NotARunFile(e) => Some(e),
-            ParseError::Invalid { source, .. } => Some(source),
-            ParseError::NotAnObject
-            | ParseError::MissingField(_)
-            | ParseError::NoKind { .. }
-            | ParseError::WrongKind { .. }
-            | ParseError::NotADeviceProbe => None,
-        }
-    }
-}
+/// Why a JSON file is not the result file it should be: the schema's own reader error
+/// (one definition for the driver that writes the files and this crate that reads them).
+pub use kvtb_schema::Error as ParseError;
 
 /// Why a `histogram_v2_base64` field does not decode.
 #[derive(Debug)]
@@ -241,7 +183,7 @@ mod tests {
             e.to_string(),
             "no ycsb result files (*.json) in d (1 skipped)"
         );
-        let e = Error::parse("f.json", ParseError::MissingField("engine"));
+        let e = Error::parse("f.json", ParseError::NotARunFile { missing: "engine" });
         assert_eq!(
             e.to_string(),
             "f.json: not a ycsb result file (no `engine` field)"

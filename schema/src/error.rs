@@ -18,7 +18,7 @@ pub enum Error {
     /// A document of another kind.
     WrongKind { found: String, expected: String },
     /// A `format` this reader does not know (as written in the file).
-    UnknownVersion { found: String },
+    UnknownVersion { found: String, newest: u32 },
     /// The document has the right kind and version but does not fit its type; `kind`
     /// is `None` for a run file.
     Invalid {
@@ -46,11 +46,11 @@ impl fmt::Display for Error {
             Error::WrongKind { found, expected } => {
                 write!(f, "`kind` is \"{found}\", expected \"{expected}\"")
             }
-            Error::UnknownVersion { found } => write!(
+            Error::UnknownVersion { found, newest } => write!(
                 f,
                 "format {found} is not a schema version this reader knows (1 to {}): a file \
                  from a newer driver?",
-                crate::version::SCHEMA_VERSION
+                newest
             ),
             Error::Invalid { kind: None, source } => {
                 write!(f, "not a ycsb result file: {source}")

@@ -19,6 +19,7 @@ pub fn check_version(found: u32) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::UnknownVersion {
+            newest: SCHEMA_VERSION,
             found: found.to_string(),
         })
     }
@@ -34,6 +35,7 @@ pub fn version_of(doc: &serde_json::Value) -> Result<u32, Error> {
         .as_u64()
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| Error::UnknownVersion {
+            newest: SCHEMA_VERSION,
             found: v.to_string(),
         })?;
     check_version(n)?;

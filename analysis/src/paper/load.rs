@@ -18,10 +18,8 @@
 
 use super::run::{DISTS, PRODUCTION, PaperRun, WORKLOADS, stem};
 use crate::dataset::{Dataset, Entry, Group, engine_rank};
-use crate::error::{Error, IoOp, ParseError, Result};
-use crate::model::{
-    DeviceProbe, IoMethods, Manifest, Recovery, parse_kind, parse_probe, parse_run,
-};
+use crate::error::{Error, IoOp, Result};
+use crate::model::{DeviceProbe, IoMethods, Manifest, Recovery, parse_kind, parse_run};
 use std::path::{Path, PathBuf};
 
 fn read(path: &Path) -> Result<String> {
@@ -102,12 +100,8 @@ pub fn load(dir: &Path, title: Option<&str>) -> Result<PaperRun> {
     let device = if dp.is_file() {
         found_any = true;
         let text = read(&dp)?;
-        let probe = parse_probe(&text).ok_or_else(|| {
-            let why = parse_kind::<DeviceProbe>(&text, "device")
-                .err()
-                .unwrap_or(ParseError::NotADeviceProbe);
-            Error::parse(&dp, why)
-        })?;
+        let probe = parse_kind::<DeviceProbe>(&text, DeviceProbe::KIND)
+            .map_err(|why| Error::parse(&dp, why))?;
         Some((dp, probe))
     } else {
         notes.push("device/device.json: absent; Tables 1 and 2 skipped".into());

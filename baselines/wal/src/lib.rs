@@ -33,7 +33,6 @@ mod read;
 mod replay;
 mod stats;
 mod store;
-mod sync;
 pub mod txn;
 mod wal;
 mod write;

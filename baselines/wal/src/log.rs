@@ -8,8 +8,8 @@
 
 use crate::format::id_of;
 use crate::stats::{Stat, Stats};
-use crate::sync::wait_timeout;
 use crate::txn::{Entry, blocks_for, encode};
+use kvapi::sync::wait_timeout;
 use kvapi::sync::{lock, wait};
 use kvapi::{Completion, Error, Reply, Result};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

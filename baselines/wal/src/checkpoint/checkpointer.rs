@@ -10,7 +10,7 @@ use crate::format::{WalHeader, id_of};
 use crate::log::Log;
 use crate::stats::{Stat, Stats};
 use crate::store::Store;
-use crate::sync::wait_timeout_handoff;
+use kvapi::sync::wait_timeout_handoff;
 use kvapi::sync::{lock, lock_handoff};
 use kvapi::{Error, Result};
 use std::sync::{Arc, Condvar, Mutex};
