@@ -9,6 +9,12 @@
 //! - 1: files written before this crate existed: run files carry `"format": 1`, the
 //!   other documents no `format` at all.
 //! - 2: every document carries `"format": 2`; names and shapes as in version 1.
+//! - 3: run files add how the run was held to its memory budget
+//!   ([`RunFile::memory`]), phases what the engine held ([`Phase::memory`]) and the
+//!   warm-up that preceded a measured run ([`Phase::warmup`]); timeline samples add
+//!   resident memory, page cache, the cgroup's charge, the engine's own accounting and
+//!   its cache hit ratio. Every new field is optional: version 1 and 2 files read as
+//!   before, with no memory figures.
 //!
 //! Documents, by their `kind` (run files have none):
 //!
@@ -33,6 +39,7 @@ mod error;
 mod iomethods;
 mod machine;
 mod manifest;
+mod memory;
 mod phase;
 mod read;
 mod recovery;
@@ -45,6 +52,7 @@ pub use error::Error;
 pub use iomethods::{IoMethods, IoPoint};
 pub use machine::{Disk, Machine};
 pub use manifest::Manifest;
+pub use memory::{MemoryBound, MemoryUse, OVER_BUDGET, Warmup};
 pub use phase::{Ceiling, DeviceUse, Measure, OpSummary, Phase, Sample};
 pub use read::{Found, Loaded, load_dir, parse_kind, parse_probe, parse_run};
 pub use recovery::{Recovery, RecoveryCycle};

@@ -1,6 +1,7 @@
 //! One phase of a run (load, run, replay) as measured: totals, latency summaries per
 //! operation kind, the per-second timeline, device use and the device's ceiling.
 
+use crate::memory::{MemoryUse, Warmup};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,6 +37,12 @@ pub struct Phase {
     pub ceiling: Option<Ceiling>,
     pub ops: Vec<OpSummary>,
     pub timeline: Vec<Sample>,
+    /// What the engine held over the phase (version 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
+    /// For a `warmup` phase: how long it ran and whether it reached a steady state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
     /// The engine's counters around the phase; `None` where the engine cannot count.
     pub counters_before: BTreeMap<String, Option<u64>>,
     pub counters_after: BTreeMap<String, Option<u64>>,
@@ -180,4 +187,19 @@ pub struct Sample {
     pub dev_write_bytes: Option<u64>,
     /// Fraction of the interval the device had I/O in flight.
     pub dev_util: Option<f64>,
+    /// The process's resident memory at the end of the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rss_bytes: Option<u64>,
+    /// The OS page cache held by the engine's files at the end of the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_cache_bytes: Option<u64>,
+    /// What the process's memory cgroup was charged, when it ran in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_bytes: Option<u64>,
+    /// The sum of the engine's own `memory.*` gauges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_memory_bytes: Option<u64>,
+    /// The engine's cache hit ratio over the interval, where it counts hits and misses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_hit_ratio: Option<f64>,
 }

@@ -141,7 +141,8 @@ mod tests {
 
     #[test]
     fn an_unknown_version_is_refused_clearly() {
-        for bad in ["3", "0", "\"two\"", "-1"] {
+        let newer = (SCHEMA_VERSION + 1).to_string();
+        for bad in [newer.as_str(), "0", "\"two\"", "-1"] {
             let text =
                 format!(r#"{{"format": {bad}, "engine": {{"name": "kvell"}}, "phases": []}}"#);
             let e = parse_run(&text).unwrap_err();

@@ -1,6 +1,7 @@
 //! The run file: one engine on one workload (`ycsb load`, `run`, `compare`).
 
 use crate::machine::Machine;
+use crate::memory::{MemoryBound, MemoryUse, OVER_BUDGET};
 use crate::phase::Phase;
 use crate::version::version_1;
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,9 @@ pub struct RunFile {
     pub workload_resolved: BTreeMap<String, String>,
     #[serde(default)]
     pub driving: Driving,
+    /// How the engine was held to its memory budget (version 3; absent in older files).
+    #[serde(default, skip_serializing_if = "MemoryBound::is_unset")]
+    pub memory: MemoryBound,
     pub phases: Vec<Phase>,
 }
 
@@ -58,6 +62,31 @@ impl RunFile {
             .get(key)
             .or_else(|| self.properties.get(key))
             .map(String::as_str)
+    }
+
+    /// The memory the engine used in its run phase (else its last phase), and the
+    /// budget, when both are known.
+    pub fn memory_use(&self) -> Option<&MemoryUse> {
+        self.run()
+            .or(self.phases.last())
+            .and_then(|p| p.memory.as_ref())
+    }
+
+    /// `Some((used, budget))` when the engine held more than [`OVER_BUDGET`] of its
+    /// budget in any phase, or was killed at its memory limit (then `used` is the
+    /// limit's figure, the budget plus the driver's share).
+    pub fn over_budget(&self) -> Option<(u64, u64)> {
+        let budget = self.memory.budget_bytes?;
+        if self.memory.killed_at_limit {
+            return Some((self.memory.limit_bytes.unwrap_or(budget), budget));
+        }
+        self.phases
+            .iter()
+            .filter_map(|p| p.memory.as_ref())
+            .filter(|m| m.used_over_budget.is_some_and(|r| r > OVER_BUDGET))
+            .map(|m| m.peak_used_bytes)
+            .max()
+            .map(|used| (used, budget))
     }
 
     /// A short name of the workload (`workloada`; a file's stem).
@@ -122,6 +151,10 @@ pub struct Driving {
     pub arrival: String,
     /// Seconds at the start of the run phase excluded from the measurement.
     pub warmup_s: f64,
+    /// With `--warmup auto`: a warm-up phase runs before the measured run until the
+    /// engine's cache is steady, for at most this many seconds (version 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_until_steady_max_s: Option<f64>,
     /// Time limit of the run phase in seconds (YCSB's maxexecutiontime).
     pub max_time_s: Option<f64>,
     pub seed: u64,
@@ -145,6 +178,9 @@ impl Driving {
         };
         if let Some(t) = self.target_ops {
             s.push_str(&format!(", target {t} ops/s ({} arrivals)", self.arrival));
+        }
+        if let Some(m) = self.warmup_until_steady_max_s {
+            s.push_str(&format!(", warm-up until steady (at most {m} s)"));
         }
         s
     }

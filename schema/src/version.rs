@@ -3,7 +3,7 @@
 use crate::error::Error;
 
 /// The version of the schema this crate writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The field that holds a document's version.
 const FIELD: &str = "format";

@@ -21,14 +21,14 @@ pub fn built() -> Vec<&'static str> {
 }
 
 /// The options the driver would give `name`: the `<name>.*` properties, with the
-/// data directory defaulting to `<data_root>/<name>` and the cache to the memory
-/// budget when one is given.
+/// data directory defaulting to `<data_root>/<name>` and `<name>.memory` to the
+/// memory budget when one is given (each engine derives its caches from it).
 pub fn options(name: &str, props: &Properties, data_root: &Path, memory: Option<u64>) -> Options {
     let mut o = Options::from_properties(name, props);
     if name != "null" {
         o.set_default("dir", &data_root.join(name).display().to_string());
         if let Some(m) = memory {
-            o.set_default("cache", &m.to_string());
+            o.set_default("memory", &m.to_string());
         }
     }
     o

@@ -52,6 +52,10 @@ pub enum Error {
     Failed(String),
     /// An error, with what was being done when it happened.
     Context { context: String, source: Box<Error> },
+    /// The engine could not stay within its memory budget: it refused a write that
+    /// would not fit, or the kernel stopped it at its memory limit. A result in its
+    /// own right, not a failure of the driver (`ycsb` exits with 3).
+    OverBudget(String),
 }
 
 impl Error {
@@ -103,7 +107,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Poisoned(m) | Error::Failed(m) => f.write_str(m),
+            Error::Usage(m) | Error::Poisoned(m) | Error::Failed(m) | Error::OverBudget(m) => {
+                f.write_str(m)
+            }
             Error::Io { what, source, .. } => write!(f, "{what}: {source}"),
             Error::Engine { context, source } if context.is_empty() => write!(f, "{source}"),
             Error::Engine { context, source } => write!(f, "{context}: {source}"),

@@ -177,7 +177,7 @@ pub enum CgroupVersion {
 
 /// A memory cgroup: one the driver made for a run (removed by [`Cgroup::remove`]), or
 /// the one it was started in.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Cgroup {
     pub path: PathBuf,
     pub version: CgroupVersion,

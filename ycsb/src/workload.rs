@@ -472,6 +472,27 @@ pub struct OpStream {
     cumulative: Vec<(OpKind, f64)>,
 }
 
+impl Workload {
+    /// The warm-up's workload: this one with its inserts and deletes turned into reads,
+    /// so a warm-up never changes the set of keys, and the measured run after it draws
+    /// the same keys for every engine however long the engine's warm-up took.
+    pub fn for_warmup(&self) -> Workload {
+        let mut w = self.clone();
+        let mut read = 0.0;
+        w.mix.retain(|(k, x)| {
+            let keep = !matches!(k, OpKind::Insert | OpKind::Delete | OpKind::Read);
+            if !keep {
+                read += x;
+            }
+            keep
+        });
+        if read > 0.0 {
+            w.mix.insert(0, (OpKind::Read, read));
+        }
+        w
+    }
+}
+
 impl OpStream {
     /// `inserts` is shared by every stream of a run: it hands out new key numbers and
     /// tracks acknowledged inserts.

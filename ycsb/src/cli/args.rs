@@ -37,16 +37,28 @@ pub(super) struct DriveArgs {
     /// Drive asynchronously from one injector with this many requests in flight.
     #[arg(long)]
     pub(super) qd: Option<usize>,
-    /// Seconds at the start of the run phase left out of the measurement.
+    /// Warm-up before the measured run: SECONDS at the start of the run phase left out
+    /// of the measurement, or `auto`: a warm-up phase of the run's mix (without
+    /// inserts or deletes) until the engine's cache hit ratio and throughput are steady
+    /// (at most --warmup-max seconds), then the measured run.
     #[arg(long)]
-    pub(super) warmup: Option<f64>,
+    pub(super) warmup: Option<String>,
+    /// The longest an `--warmup auto` warm-up runs, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub(super) warmup_max: f64,
     /// Stop the run phase after this many seconds (YCSB's maxexecutiontime).
     #[arg(long)]
     pub(super) duration: Option<f64>,
-    /// Memory budget: the cache size given to each engine (e.g. 1G), unless an
-    /// engine's own cache option is set.
+    /// Memory budget (e.g. 1G): everything an engine may hold for data and index (its
+    /// caches, index, memtables or image, and the OS page cache of its files), given
+    /// to the engine as `<engine>.memory` and measured; see --memory-limit.
     #[arg(long)]
     pub(super) memory: Option<String>,
+    /// How --memory is enforced: auto (a memory cgroup of the run's own where one can
+    /// be made, else measured only, refusing engines that read through the OS page
+    /// cache), cgroup (a cgroup or fail) or none (measured only; such engines flagged).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(super) memory_limit: super::memory::LimitMode,
     /// Root of the data directories (an engine's default is <data>/<engine>).
     #[arg(long, default_value = "data")]
     pub(super) data: PathBuf,
@@ -85,7 +97,17 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
     opt(&mut v, "--target", d.target.map(|x| x.to_string()));
     opt(&mut v, "--qd", d.qd.map(|x| x.to_string()));
     opt(&mut v, "--memory", d.memory.clone());
-    opt(&mut v, "--warmup", d.warmup.map(|x| x.to_string()));
+    opt(&mut v, "--warmup", d.warmup.clone());
+    v.extend(["--warmup-max".to_string(), d.warmup_max.to_string()]);
+    v.extend([
+        "--memory-limit".to_string(),
+        match d.memory_limit {
+            super::memory::LimitMode::Auto => "auto",
+            super::memory::LimitMode::Cgroup => "cgroup",
+            super::memory::LimitMode::None => "none",
+        }
+        .to_string(),
+    ]);
     opt(
         &mut v,
         "--device-result",

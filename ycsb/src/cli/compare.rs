@@ -1,14 +1,15 @@
 //! `ycsb compare`: several engines loaded and run one after another on the same
-//! seeded workload (in alternating order when repeated), one table with the engines
-//! as columns.
+//! seeded workload (in alternating order when repeated), each in a child `ycsb run` of
+//! its own so that what one engine held is measured (and bounded) apart from the
+//! others, one table with the engines as columns.
 
-use super::args::{DriveArgs, WorkloadArgs};
-use super::engine_run::{Target, Work, run_engine};
+use super::args::{DriveArgs, WorkloadArgs, forward_args};
+use super::memory::EXIT_OVER_BUDGET;
 use super::session::{memory, session};
 use clap::Args;
 use kvtb_schema::RunFile;
-use std::path::PathBuf;
-use ycsb::results::write_json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use ycsb::{Error, Result, engines, report};
 
 #[derive(Args, Debug)]
@@ -41,13 +42,20 @@ pub(super) fn compare(a: &CompareArgs) -> Result<()> {
             )));
         }
     }
-    let s = session(&a.workload, &a.drive, engines::ALL)?;
-    let mem = memory(&a.drive)?;
+    // every engine is measured after a warm-up to a steady cache unless told otherwise
+    let mut drive = a.drive.clone();
+    if drive.warmup.is_none() {
+        drive.warmup = Some("auto".into());
+    }
+    let s = session(&a.workload, &drive, engines::ALL)?;
+    memory(&drive)?;
     if a.repeat == 0 {
         return Err(Error::usage("--repeat must be at least 1"));
     }
-    let root = a.drive.data.join("compare");
+    std::fs::create_dir_all(&a.out_dir)
+        .map_err(|e| Error::io_at("cannot create", &a.out_dir, e))?;
     let mut runs: Vec<Vec<RunFile>> = vec![Vec::new(); a.engines.len()];
+    let mut failed = Vec::new();
     for rep in 0..a.repeat {
         // alternate the order so that no engine always runs on a warmer (or more
         // worn) disk than the others
@@ -64,32 +72,130 @@ pub(super) fn compare(a: &CompareArgs) -> Result<()> {
                 s.name,
                 s.drive.describe()
             );
-            let target = Target {
-                engine: e,
-                data: &root,
-                memory: mem,
-                fresh: true,
-            };
-            let r = run_engine(
-                &s,
-                &target,
-                Work::Workload {
-                    load: true,
-                    run: true,
-                },
-            )?;
             let name = if a.repeat == 1 {
-                format!("{e}.json")
+                e.clone()
             } else {
-                format!("{e}-r{}.json", rep + 1)
+                format!("{e}-r{}", rep + 1)
             };
-            write_json(&a.out_dir.join(name), &r)?;
+            let r = run_child(a, &drive, e, &name)?;
+            if let Some(why) = r.engine.notes.iter().find(|n| n.starts_with("failed: ")) {
+                failed.push(format!("{e}: {why}"));
+            }
             runs[i].push(r);
         }
     }
     let (reports, spread) = medians(runs);
     print_table(a, &s, &reports, &spread);
+    if !failed.is_empty() {
+        return Err(Error::failed(format!(
+            "{} engine run(s) failed (shown in the table): {}",
+            failed.len(),
+            failed.join("; ")
+        )));
+    }
     Ok(())
+}
+
+/// Loads and runs one engine in a child `ycsb run` of its own (its memory measured and
+/// bounded alone, see `memory.rs`), and reads back its run file. A child that did not
+/// fit its budget is a result (its run file says so); one that failed otherwise is
+/// shown as failed, with its last error line. With --quiet the child's output goes to
+/// `<name>.log` beside its result.
+fn run_child(a: &CompareArgs, drive: &DriveArgs, engine: &str, name: &str) -> Result<RunFile> {
+    let out = a.out_dir.join(format!("{name}.json"));
+    let _ = std::fs::remove_file(&out);
+    let mut drive = drive.clone();
+    drive.data = drive.data.join("compare");
+    let mut args = vec![
+        "run".to_string(),
+        "--load".into(),
+        "--fresh".into(),
+        "--engine".into(),
+        engine.into(),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(forward_args(&a.workload, &drive));
+    if drive.quiet {
+        args.push("--quiet".into());
+    }
+    let exe = std::env::current_exe().map_err(|e| Error::io("finding the ycsb binary", e))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(&args);
+    let log = a.out_dir.join(format!("{name}.log"));
+    if drive.quiet {
+        let f = std::fs::File::create(&log).map_err(|e| Error::io_at("cannot create", &log, e))?;
+        let f2 = f
+            .try_clone()
+            .map_err(|e| Error::io_at("cannot write", &log, e))?;
+        cmd.stdout(f).stderr(f2);
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| Error::io(format!("starting the {engine} run"), e))?;
+    let code = status.code();
+    let read = std::fs::read_to_string(&out)
+        .ok()
+        .and_then(|t| kvtb_schema::parse_run(&t).ok());
+    match (code, read) {
+        (Some(0), Some(r)) => Ok(r),
+        (Some(EXIT_OVER_BUDGET), Some(r)) => {
+            eprintln!("   {engine} did not fit its memory budget (shown as over budget)");
+            Ok(r)
+        }
+        (_, read) => {
+            let why = if drive.quiet {
+                last_error_line(&log).unwrap_or_else(|| format!("see {}", log.display()))
+            } else {
+                "see its output above".into()
+            };
+            let msg = format!("failed: exit {code:?}: {why}");
+            eprintln!("   {engine} {msg}");
+            let mut r = read.unwrap_or_else(|| failed_record(engine));
+            r.engine.notes.push(msg);
+            Ok(r)
+        }
+    }
+}
+
+/// The last `error: ...` line of a log, else its last line.
+fn last_error_line(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("error: "))
+        .or(lines.last())
+        .map(|l| l.trim_start_matches("error: ").to_string())
+}
+
+/// The stand-in run file of an engine whose run wrote none.
+fn failed_record(engine: &str) -> RunFile {
+    RunFile {
+        format: kvtb_schema::SCHEMA_VERSION,
+        testbed_version: env!("CARGO_PKG_VERSION").into(),
+        command: std::env::args().collect(),
+        started_unix_s: ycsb::results::unix_now(),
+        machine: Default::default(),
+        engine: kvtb_schema::Engine {
+            name: engine.into(),
+            durability: String::new(),
+            durability_setting: String::new(),
+            cache_bytes: None,
+            direct_io: None,
+            settings: Default::default(),
+            notes: vec![],
+            max_key: 0,
+            max_value: 0,
+        },
+        workload: String::new(),
+        properties: Default::default(),
+        workload_resolved: Default::default(),
+        driving: Default::default(),
+        memory: Default::default(),
+        phases: vec![],
+    }
 }
 
 /// Each engine's median run by run throughput, and its (min, max) over the repeats.

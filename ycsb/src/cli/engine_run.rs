@@ -4,14 +4,17 @@
 //! engine closed; the result is the run file.
 
 use super::device::default_device_result;
+use super::memory::{Bound, set_limit, unbounded_refusal};
 use super::progress;
 use super::session::Session;
 use kvapi::Engine;
-use kvtb_schema::{DeviceProbe, Machine, Phase, RunFile, SCHEMA_VERSION};
+use kvtb_schema::{DeviceProbe, Machine, MemoryBound, Phase, RunFile, SCHEMA_VERSION};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use ycsb::measure::Watch;
+use ycsb::memory::{evict_page_cache, proc_mem};
 use ycsb::results::{counters_map, engine_of, read_device_probe, unix_now};
 use ycsb::runner::{self, Ctx};
 use ycsb::workload::{Op, Workload};
@@ -42,6 +45,8 @@ pub(super) struct Target<'a> {
     /// Root of the data directories (the engine's is `<data>/<engine>` by default).
     pub(super) data: &'a Path,
     pub(super) memory: Option<u64>,
+    /// How the budget is held (see `memory.rs`).
+    pub(super) bound: &'a Bound,
     /// Remove the engine's data directory first (only one holding that engine's data).
     pub(super) fresh: bool,
 }
@@ -50,24 +55,57 @@ pub(super) struct Target<'a> {
 pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<RunFile> {
     let opts = engines::options(t.engine, &s.props, t.data, t.memory);
     let dir = opts.is_set("dir").then(|| opts.path("dir", ""));
-    if t.fresh
-        && let Some(d) = &dir
-    {
-        for one in d.display().to_string().split(',') {
-            wipe_engine_dir(t.engine, Path::new(one.trim()))?;
+    let dirs: Vec<PathBuf> = dir
+        .iter()
+        .flat_map(|d| {
+            d.display()
+                .to_string()
+                .split(',')
+                .map(|one| PathBuf::from(one.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if t.fresh {
+        for d in &dirs {
+            wipe_engine_dir(t.engine, d)?;
         }
     }
+    let (driver_rss, evicted, limit) = before_open(t, &dirs)?;
     let started = unix_now();
     let t_open = std::time::Instant::now();
     let engine: Arc<dyn Engine> = engines::open(t.engine, &opts)?;
     let open_s = t_open.elapsed().as_secs_f64();
     let mut report = run_file(s, &engine, dir.as_deref(), started, open_s);
+    let uses_os_page_cache = t.engine != "null" && report.engine.direct_io != Some(true);
+    if t.memory.is_some()
+        && uses_os_page_cache
+        && let Bound::Unbounded { why, asked: false } = t.bound
+    {
+        let _ = engine.close();
+        return Err(unbounded_refusal(t.engine, why));
+    }
+    report.memory = MemoryBound {
+        budget_bytes: t.memory,
+        enforcement: t.bound.describe(),
+        limit_bytes: limit,
+        driver_rss_bytes: driver_rss,
+        page_cache_evicted_bytes: evicted,
+        uses_os_page_cache,
+        killed_at_limit: false,
+    };
+    let watch = Arc::new(Watch {
+        engine: engine.clone(),
+        dirs,
+        cgroup: t.bound.cgroup().cloned(),
+        budget: t.memory,
+        driver_rss,
+    });
     let roofline = device_result(s, &report.machine)?;
     let disk = report.machine.disk.as_ref().map(|d| d.device.clone());
     let on = Phases {
         engine: engine.as_ref(),
         roofline: roofline.as_ref(),
-        ctx: progress::ctx(s.progress, disk),
+        ctx: progress::ctx(s.progress, disk, Some(watch)),
     };
     match work {
         Work::Replay(rp) => on.replay(&mut report, &engine, rp)?,
@@ -77,9 +115,14 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
                     runner::load(engine.clone(), s.workload.clone(), d, ctx)
                 })?;
             }
-            if run {
+            if run && runner::over_budget().is_none() {
                 if !load && t.engine != "null" {
                     warn_if_not_loaded(engine.as_ref(), t.engine, &s.workload);
+                }
+                if let Some(max) = report.driving.warmup_until_steady_max_s {
+                    on.measure(&mut report, |d, ctx| {
+                        runner::warmup(engine.clone(), &s.workload, d, ctx, max)
+                    })?;
                 }
                 on.measure(&mut report, |d, ctx| {
                     runner::run(engine.clone(), s.workload.clone(), d, ctx)
@@ -91,6 +134,24 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
         .close()
         .map_err(|e| Error::engine(format!("closing {}", t.engine), e))?;
     Ok(report)
+}
+
+/// Before the engine opens: its files dropped from the OS page cache (no engine
+/// starts with pages an earlier process cached, whatever cgroup those are charged
+/// to), the driver's own resident memory read, and the run's cgroup limit set to the
+/// budget plus what the process is charged now. Returns (driver RSS, bytes evicted,
+/// the limit).
+fn before_open(t: &Target<'_>, dirs: &[PathBuf]) -> Result<(u64, u64, Option<u64>)> {
+    let mut evicted = 0;
+    for d in dirs.iter().filter(|d| d.is_dir()) {
+        evicted +=
+            evict_page_cache(d).map_err(|e| Error::io_at("dropping the page cache of", d, e))?;
+    }
+    let driver_rss = proc_mem()
+        .map_err(|e| Error::io("reading /proc/self/status", e))?
+        .rss;
+    let limit = set_limit(t.bound, t.memory)?;
+    Ok((driver_rss, evicted, limit))
 }
 
 /// The run file before its phases: the command, the machine, the engine as opened,
@@ -120,6 +181,7 @@ fn run_file(
         properties: s.props.clone(),
         workload_resolved: resolved_workload(&s.workload),
         driving: drive,
+        memory: MemoryBound::default(),
         phases: vec![],
     }
 }

@@ -10,6 +10,7 @@ mod engine_run;
 mod engines;
 mod iomethods;
 mod machine;
+mod memory;
 mod progress;
 mod recovery;
 mod run;
@@ -107,7 +108,7 @@ fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
 }
 
 /// Entry point; returns the process exit code (2: usage, as clap reports it; 1: the
-/// command failed, the error printed).
+/// command failed, the error printed; 3: the engine did not fit its memory budget).
 pub fn main() -> i32 {
     let args = normalise_args(std::env::args());
     let cli = match Cli::try_parse_from(args) {
@@ -125,7 +126,11 @@ pub fn main() -> i32 {
             if std::io::stderr().is_terminal() {
                 eprintln!("(ycsb --help for usage)");
             }
-            1
+            if matches!(e, ycsb::Error::OverBudget(_)) {
+                memory::EXIT_OVER_BUDGET
+            } else {
+                1
+            }
         }
     }
 }

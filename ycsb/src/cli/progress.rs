@@ -4,16 +4,17 @@
 
 use std::io::IsTerminal;
 use std::sync::Arc;
-use ycsb::measure::Tick;
+use ycsb::measure::{Tick, Watch};
 use ycsb::runner::{Ctx, Notice, Progress};
 
 /// The context a phase runs in: progress output unless `quiet`, notices always.
-pub(super) fn ctx(progress: bool, device: Option<String>) -> Ctx {
+pub(super) fn ctx(progress: bool, device: Option<String>, watch: Option<Arc<Watch>>) -> Ctx {
     let notice: Notice = Arc::new(|e| eprintln!("error: {e}"));
     Ctx {
         progress: progress.then(|| Arc::new(tick) as Progress),
         notice: Some(notice),
         device,
+        watch,
     }
 }
 

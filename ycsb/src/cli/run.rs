@@ -4,6 +4,7 @@
 
 use super::args::{DriveArgs, WorkloadArgs};
 use super::engine_run::{Replay, Target, Work, run_engine};
+use super::memory::{Held, hold};
 use super::session::{memory, session};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -59,10 +60,16 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
         )));
     }
     let s = session(&a.workload, &a.drive, engines::ALL)?;
+    let budget = memory(&a.drive)?;
+    let bound = match hold(budget, a.drive.memory_limit, &a.engine, a.out.as_deref())? {
+        Held::Child(code) => return child_exit(code),
+        Held::Here(b) => b,
+    };
     let target = Target {
         engine: &a.engine,
         data: &a.drive.data,
-        memory: memory(&a.drive)?,
+        memory: budget,
+        bound: &bound,
         fresh: a.fresh,
     };
     let report = run_engine(&s, &target, Work::Workload { load, run })?;
@@ -84,6 +91,12 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
         .filter(|(s, _)| matches!(s.as_str(), "IO_ERROR" | "POISONED" | "CORRUPTION" | "ERROR"))
         .map(|(_, n)| n)
         .sum();
+    if let Some(why) = runner::over_budget() {
+        return Err(Error::OverBudget(format!(
+            "{} did not fit its memory budget: {why}",
+            a.engine
+        )));
+    }
     if fatal > 0 {
         return Err(Error::failed(format!(
             "the engine failed: {fatal} operations ended in IO_ERROR, POISONED, CORRUPTION or \
@@ -128,10 +141,17 @@ pub(super) fn replay(a: &RunArgs, file: &Path) -> Result<()> {
     }
     let mut s = session(&w, &a.phase.drive, engines::ALL)?;
     s.name = format!("trace:{}", replay.file.display());
+    let budget = memory(&a.phase.drive)?;
+    let limit = a.phase.drive.memory_limit;
+    let bound = match hold(budget, limit, &a.phase.engine, a.phase.out.as_deref())? {
+        Held::Child(code) => return child_exit(code),
+        Held::Here(b) => b,
+    };
     let target = Target {
         engine: &a.phase.engine,
         data: &a.phase.drive.data,
-        memory: memory(&a.phase.drive)?,
+        memory: budget,
+        bound: &bound,
         fresh: a.phase.fresh,
     };
     let report = run_engine(&s, &target, Work::Replay(&replay))?;
@@ -140,4 +160,13 @@ pub(super) fn replay(a: &RunArgs, file: &Path) -> Result<()> {
         eprintln!("result written to {}", out.display());
     }
     Ok(())
+}
+
+/// The end of a run that ran in a child inside its memory cgroup: its exit code is
+/// this command's (the child printed everything).
+fn child_exit(code: i32) -> Result<()> {
+    match code {
+        0 => Ok(()),
+        _ => std::process::exit(code),
+    }
 }

@@ -82,9 +82,27 @@ fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving> {
             "--target must be a positive rate, got {t}"
         )));
     }
-    let warmup = match d.warmup {
-        Some(w) => w,
-        None => prop_f64(p, "warmuptime")?.unwrap_or(0.0),
+    let (warmup, until_steady) = match d.warmup.as_deref() {
+        Some("auto") => {
+            if !(d.warmup_max.is_finite() && d.warmup_max > 0.0) {
+                return Err(Error::usage(
+                    "--warmup-max must be a positive number of seconds",
+                ));
+            }
+            (0.0, Some(d.warmup_max))
+        }
+        Some(w) => (
+            w.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "--warmup: expected a number of seconds or auto, got '{w}'"
+                    ))
+                })?,
+            None,
+        ),
+        None => (prop_f64(p, "warmuptime")?.unwrap_or(0.0), None),
     };
     let max_time = match d.duration {
         Some(x) => Some(x),
@@ -107,6 +125,7 @@ fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving> {
         queue_depth: d.qd,
         target_ops: target,
         warmup_s: warmup,
+        warmup_until_steady_max_s: until_steady,
         max_time_s: max_time,
         seed,
         native_async: None,

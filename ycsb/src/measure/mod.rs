@@ -3,6 +3,8 @@
 
 mod recorder;
 mod sampler;
+pub mod watch;
 
 pub use recorder::{Outcome, Recorder, Slot};
 pub use sampler::{Sampler, Tick};
+pub use watch::Watch;

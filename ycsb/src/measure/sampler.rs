@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::measure::recorder::{KINDS, Slot};
+use crate::measure::watch::{Reader, Watch};
 use crate::procfs::{cpu_times, diskstats, proc_io};
 use crate::workload::OpKind;
 use kvtb_schema::Sample;
@@ -46,11 +47,13 @@ pub type Tick = Box<dyn FnMut(&Sample) + Send>;
 
 impl Sampler {
     /// Samples every second from `start`; `device` names the block device whose
-    /// /proc/diskstats counters join each sample.
+    /// /proc/diskstats counters join each sample, `watch` the engine whose memory and
+    /// cache hit ratio join it.
     pub fn start(
         start: Instant,
         warmup_until: Instant,
         device: Option<String>,
+        watch: Option<Arc<Watch>>,
         mut tick: Tick,
     ) -> Result<Sampler> {
         let slots: Arc<Mutex<Vec<Arc<Slot>>>> = Arc::default();
@@ -65,6 +68,7 @@ impl Sampler {
                 let mut prev_io = proc_io();
                 let mut prev_disk = device.as_deref().and_then(diskstats);
                 let mut prev_t = start;
+                let mut reader = watch.map(Reader::new);
                 let mut n = 1u32;
                 loop {
                     let due = start + Duration::from_secs(n as u64);
@@ -90,7 +94,7 @@ impl Sampler {
                         total += d;
                     }
                     let lat = cur.latency_ns - prev.latency_ns;
-                    let sample = Sample {
+                    let mut sample = Sample {
                         t: now.duration_since(start).as_secs_f64(),
                         warmup: now < warmup_until,
                         ops,
@@ -119,7 +123,11 @@ impl Sampler {
                                 / dt.max(1e-9))
                             .min(1.0)
                         }),
+                        ..Sample::default()
                     };
+                    if let Some(r) = reader.as_mut() {
+                        r.fill(&mut sample);
+                    }
                     // a final partial interval shorter than 100 ms adds only noise
                     if !stopping || dt > 0.1 {
                         tick(&sample);

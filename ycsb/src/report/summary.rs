@@ -81,6 +81,9 @@ pub fn summary(report: &RunFile, phase: &Phase) -> String {
             let _ = writeln!(s, "[CEILING], FractionReached(%), {:.1}", x * 100.0);
         }
     }
+    for line in memory_lines(report, phase) {
+        let _ = writeln!(s, "{line}");
+    }
     for line in engine_lines(
         &phase.counters_before,
         &phase.counters_after,
@@ -109,6 +112,74 @@ pub fn summary(report: &RunFile, phase: &Phase) -> String {
         }
     }
     s
+}
+
+/// The `[MEMORY]` section: the budget and how it was held, what the engine held at its
+/// peak (resident memory beyond the driver's own plus the OS page cache of its files),
+/// used/budget (flagged above 110%), the engine's own accounting; and, after a
+/// warm-up, how long it took and whether it became steady.
+pub fn memory_lines(report: &RunFile, phase: &Phase) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = &report.memory;
+    let mib = |x: u64| format!("{:.1}", x as f64 / (1 << 20) as f64);
+    if let Some(w) = &phase.warmup {
+        out.push(format!("[WARMUP], Seconds, {:.1}", w.seconds));
+        out.push(format!("[WARMUP], Operations, {}", w.operations));
+        out.push(format!("[WARMUP], Steady, {}", w.steady));
+        if let Some(h) = w.hit_ratio {
+            out.push(format!("[WARMUP], CacheHitRatio(%), {:.1}", h * 100.0));
+        }
+        if let Some(r) = w.read_bytes_per_op {
+            out.push(format!("[WARMUP], StorageReadBytesPerOperation, {r:.0}"));
+        }
+    }
+    let Some(m) = &phase.memory else {
+        return out;
+    };
+    if let Some(budget) = b.budget_bytes {
+        out.push(format!("[MEMORY], Budget(MiB), {}", mib(budget)));
+    }
+    out.push(format!("[MEMORY], Enforcement, {}", b.enforcement));
+    if let Some(l) = b.limit_bytes {
+        out.push(format!("[MEMORY], Limit(MiB), {}", mib(l)));
+    }
+    out.push(format!(
+        "[MEMORY], DriverRSS(MiB), {}",
+        mib(b.driver_rss_bytes)
+    ));
+    out.push(format!("[MEMORY], PeakRSS(MiB), {}", mib(m.peak_rss_bytes)));
+    out.push(format!("[MEMORY], MeanRSS(MiB), {}", mib(m.mean_rss_bytes)));
+    out.push(format!(
+        "[MEMORY], PeakPageCacheOfFiles(MiB), {}",
+        mib(m.peak_page_cache_bytes)
+    ));
+    out.push(format!(
+        "[MEMORY], PeakUsed(MiB), {}",
+        mib(m.peak_used_bytes)
+    ));
+    if let Some(r) = m.used_over_budget {
+        out.push(format!("[MEMORY], UsedOverBudget, {r:.2}"));
+        if m.over_budget() {
+            out.push(format!(
+                "[MEMORY], OVER BUDGET, {} MiB of {} MiB",
+                mib(m.peak_used_bytes),
+                b.budget_bytes.map(mib).unwrap_or_default()
+            ));
+        }
+    }
+    if let Some(c) = m.cgroup_peak_bytes {
+        out.push(format!("[MEMORY], CgroupPeak(MiB), {}", mib(c)));
+    }
+    for (k, v) in &m.engine_accounting {
+        out.push(format!("[MEMORY], Engine.{k}(MiB), {}", mib(*v)));
+    }
+    if b.page_cache_evicted_bytes > 0 {
+        out.push(format!(
+            "[MEMORY], PageCacheDroppedBeforeOpen(MiB), {}",
+            mib(b.page_cache_evicted_bytes)
+        ));
+    }
+    out
 }
 
 /// What the engine's counters say about a phase: cache hit ratio, index bytes per

@@ -48,7 +48,7 @@ where
     I: Fn(u64) -> S + Sync,
     F: Fn(&mut S, u64) -> (String, usize) + Sync,
 {
-    let m = Measured::start(phase, phase, Clock::new(0.0, None), Some(count), ctx)?;
+    let m = Measured::start(phase, phase, Clock::new(0.0, None), Some(count), ctx, None)?;
     let next = AtomicU64::new(0);
     let rec = if let Some(qd) = d.queue_depth {
         let mut state = init(u64::MAX);
@@ -80,7 +80,7 @@ where
             let mut buf = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
+                if i >= count || m.clock.over() {
                     break;
                 }
                 let (key, len) = item(&mut state, i);

@@ -18,9 +18,11 @@ mod phase;
 mod replay;
 mod run;
 mod versions;
+mod warmup;
 
 pub use load::{load, load_items};
-pub use outcome::first_error;
-pub use phase::{Ctx, Notice, Progress};
+pub use outcome::{OVER_BUDGET_KIND, first_error, over_budget};
+pub use phase::{Ctx, Notice, Progress, StopWhen};
 pub use replay::replay;
 pub use run::run;
+pub use warmup::{criterion as warmup_criterion, warmup};

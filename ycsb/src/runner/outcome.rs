@@ -5,12 +5,29 @@ use crate::value;
 use kvapi::Reply;
 
 static FIRST_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// The message of the first write an engine refused for its memory budget.
+static OVER_BUDGET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The kind an engine gives a write refused because it would not fit its memory
+/// budget.
+pub const OVER_BUDGET_KIND: &str = "OVER_BUDGET";
 
 /// Records the message of the first failed operation (for the final error line) and
-/// gives its kind, the status it is counted under.
+/// gives its kind, the status it is counted under. A refusal for the memory budget
+/// ends the phase (see [`over_budget`]).
 fn note_error(e: &kvapi::Error) -> &'static str {
     FIRST_ERROR.get_or_init(|| e.to_string());
-    e.kind()
+    let kind = e.kind();
+    if kind == OVER_BUDGET_KIND {
+        OVER_BUDGET.get_or_init(|| e.to_string());
+    }
+    kind
+}
+
+/// The first refusal for the memory budget in this process: once an engine no longer
+/// fits its budget every phase stops, and the run is reported as over budget.
+pub fn over_budget() -> Option<&'static str> {
+    OVER_BUDGET.get().map(String::as_str)
 }
 
 /// The message of the first operation that failed in this process, if any.

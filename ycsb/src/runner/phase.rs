@@ -4,8 +4,10 @@
 
 use crate::device::{Snapshot, device_use};
 use crate::error::{Error, Result};
-use crate::measure::{Recorder, Sampler, Slot, Tick};
-use kvtb_schema::Phase;
+use crate::measure::watch::memory_use;
+use crate::measure::{Recorder, Sampler, Slot, Tick, Watch};
+use crate::memory::{proc_mem, reset_peak};
+use kvtb_schema::{Phase, Sample};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +31,13 @@ pub struct Ctx {
     pub notice: Option<Notice>,
     /// Kernel name of the block device under the data directory (e.g. `vda`).
     pub device: Option<String>,
+    /// The engine's memory and cache, sampled with the timeline.
+    pub watch: Option<Arc<Watch>>,
 }
+
+/// Decides, from each timeline sample as it comes, whether a phase has done its job
+/// (a warm-up that reached a steady state) and may stop.
+pub type StopWhen = Box<dyn FnMut(&Sample) -> bool + Send>;
 
 impl Ctx {
     fn tick(&self, label: &str, total: Option<u64>) -> Tick {
@@ -52,7 +60,7 @@ pub(super) struct Clock {
     /// The end of the warm-up: operations that end before it are not measured.
     pub(super) measure_from: Instant,
     deadline: Option<Instant>,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
 }
 
 impl Clock {
@@ -64,13 +72,15 @@ impl Clock {
             start,
             measure_from: start + warm,
             deadline: max_time_s.map(|s| start + warm + Duration::from_secs_f64(s)),
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
         }
     }
 
     /// Whether the phase is over: stopped, or past its time limit.
     pub(super) fn over(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.stop.load(Ordering::Relaxed)
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+            || super::outcome::over_budget().is_some()
     }
 
     /// Ends the phase early.
@@ -124,16 +134,37 @@ pub(super) struct Measured<'a> {
 
 impl<'a> Measured<'a> {
     /// Starts measuring phase `name` on `clock`: progress under `label` for `total`
-    /// operations, the timeline, the warm-up mark.
+    /// operations, the timeline, the warm-up mark; `stop_when` may end the phase
+    /// after any sample.
     pub(super) fn start(
         name: &str,
         label: &str,
         clock: Clock,
         total: Option<u64>,
         ctx: &'a Ctx,
+        stop_when: Option<StopWhen>,
     ) -> Result<Measured<'a>> {
-        let tick = ctx.tick(label, total);
-        let sampler = Sampler::start(clock.start, clock.measure_from, ctx.device.clone(), tick)?;
+        let mut tick = ctx.tick(label, total);
+        if let Some(mut done) = stop_when {
+            let stop = clock.stop.clone();
+            tick = Box::new(move |s| {
+                tick(s);
+                if done(s) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+        // the peak resident size measured at the end belongs to this phase
+        if ctx.watch.is_some() {
+            let _ = reset_peak();
+        }
+        let sampler = Sampler::start(
+            clock.start,
+            clock.measure_from,
+            ctx.device.clone(),
+            ctx.watch.clone(),
+            tick,
+        )?;
         let mark = Mark::new(clock.measure_from, ctx.device.clone());
         Ok(Measured {
             name: name.to_string(),
@@ -155,6 +186,10 @@ impl<'a> Measured<'a> {
         self.mark.poll();
         let mark = self.mark.get();
         let timeline = self.sampler.finish();
+        let memory = self.ctx.watch.as_ref().map(|w| {
+            let peak = proc_mem().map(|m| m.peak_rss).unwrap_or(0);
+            memory_use(w, &timeline, peak)
+        });
         let device = self.ctx.device.as_deref();
         let last = Snapshot::take(device);
         let secs = end
@@ -205,6 +240,8 @@ impl<'a> Measured<'a> {
             timeline,
             counters_before: BTreeMap::new(),
             counters_after: BTreeMap::new(),
+            memory,
+            warmup: None,
         }
     }
 }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// the run phase's.
 pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
     let clock = Clock::new(d.warmup_s, d.max_time_s);
-    let m = Measured::start("run", "replay", clock, Some(ops.len() as u64), ctx)?;
+    let m = Measured::start("run", "replay", clock, Some(ops.len() as u64), ctx, None)?;
     let rec = if let Some(qd) = d.queue_depth {
         let mut it = ops.iter().cloned();
         let plan = Plan {

@@ -5,7 +5,7 @@ use super::arrivals::{Arrivals, wait_until};
 use super::blocking::exec_blocking;
 use super::closed_loop::fan_out;
 use super::injector::{self, Plan};
-use super::phase::{Clock, Ctx, Measured};
+use super::phase::{Clock, Ctx, Measured, StopWhen};
 use super::versions::Versions;
 use crate::error::Result;
 use crate::generator::AckCounter;
@@ -17,10 +17,27 @@ use std::sync::Arc;
 /// The run phase: the workload's operation mix until `operationcount` operations or
 /// the time limit.
 pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
-    let opcount = w.operationcount as u64;
+    run_phase(engine, w, d, ctx, "run", "run", None)
+}
+
+/// The run phase under another name (`warmup`), ended early when `stop_when` says so.
+pub(super) fn run_phase(
+    engine: Arc<dyn Engine>,
+    w: Arc<Workload>,
+    d: &Driving,
+    ctx: &Ctx,
+    name: &str,
+    label: &str,
+    stop_when: Option<StopWhen>,
+) -> Result<Phase> {
+    let opcount = if d.max_time_s.is_some() && name == "warmup" {
+        u64::MAX
+    } else {
+        w.operationcount as u64
+    };
     let clock = Clock::new(d.warmup_s, d.max_time_s);
     let total = d.max_time_s.is_none().then_some(opcount);
-    let m = Measured::start("run", "run", clock, total, ctx)?;
+    let m = Measured::start(name, label, clock, total, ctx, stop_when)?;
     let acks = Arc::new(AckCounter::new(w.recordcount));
     let poisson = d.arrival == "poisson";
     let rec = if let Some(qd) = d.queue_depth {
