@@ -35,6 +35,10 @@ pub struct Crash {
     pub kind: String,
     #[serde(default)]
     pub command: Vec<String>,
+    /// The testbed's git commit the binary was built from (`-dirty` when the tree had
+    /// uncommitted changes); empty in files older than schema version 3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
     #[serde(default)]
     pub machine: Machine,
     pub engine: Engine,

@@ -33,6 +33,10 @@ pub struct DeviceProbe {
     /// Always [`DeviceProbe::KIND`].
     pub kind: String,
     pub command: Vec<String>,
+    /// The testbed's git commit the binary was built from (`-dirty` when the tree had
+    /// uncommitted changes); empty in files older than schema version 3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
     pub started_unix_s: u64,
     pub machine: Machine,
     /// The probe file.
@@ -49,6 +53,7 @@ impl Default for DeviceProbe {
             format: SCHEMA_VERSION,
             kind: DeviceProbe::KIND.into(),
             command: Vec::new(),
+            commit: String::new(),
             started_unix_s: 0,
             machine: Machine::default(),
             file: String::new(),

@@ -17,6 +17,10 @@ pub struct Manifest {
     /// `ci`, `small` or `paper`.
     pub scale: String,
     pub command: Vec<String>,
+    /// The testbed's git commit the binary was built from (`-dirty` when the tree had
+    /// uncommitted changes); empty in files older than schema version 3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
     pub started_unix_s: u64,
     pub finished_unix_s: u64,
     pub machine: Machine,
@@ -43,6 +47,7 @@ impl Default for Manifest {
             kind: Manifest::KIND.into(),
             scale: String::new(),
             command: Vec::new(),
+            commit: String::new(),
             started_unix_s: 0,
             finished_unix_s: 0,
             machine: Machine::default(),

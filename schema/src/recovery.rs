@@ -32,6 +32,10 @@ pub struct Recovery {
     pub kind: String,
     #[serde(default)]
     pub command: Vec<String>,
+    /// The testbed's git commit the binary was built from (`-dirty` when the tree had
+    /// uncommitted changes); empty in files older than schema version 3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
     #[serde(default)]
     pub started_unix_s: u64,
     #[serde(default)]

@@ -20,6 +20,10 @@ pub struct RunFile {
     /// The command line that produced the result.
     #[serde(default)]
     pub command: Vec<String>,
+    /// The testbed's git commit the binary was built from (`-dirty` when the tree had
+    /// uncommitted changes); empty in files older than schema version 3.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
     /// Seconds since the Unix epoch when the run started.
     #[serde(default)]
     pub started_unix_s: u64,

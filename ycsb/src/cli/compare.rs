@@ -176,6 +176,7 @@ fn failed_record(engine: &str) -> RunFile {
         format: kvtb_schema::SCHEMA_VERSION,
         testbed_version: env!("CARGO_PKG_VERSION").into(),
         command: std::env::args().collect(),
+        commit: env!("KVTB_COMMIT").into(),
         started_unix_s: ycsb::results::unix_now(),
         machine: Default::default(),
         engine: kvtb_schema::Engine {

@@ -175,6 +175,7 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
             format: SCHEMA_VERSION,
             kind: Crash::KIND.into(),
             command: std::env::args().collect(),
+            commit: env!("KVTB_COMMIT").into(),
             machine: machine::describe(Some(&root)),
             engine: engine_of(&info),
             cycles,

@@ -83,6 +83,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         format: SCHEMA_VERSION,
         kind: DeviceProbe::KIND.into(),
         command: std::env::args().collect(),
+        commit: env!("KVTB_COMMIT").into(),
         started_unix_s: started,
         machine,
         file: file.display().to_string(),

@@ -174,6 +174,7 @@ fn run_file(
         format: SCHEMA_VERSION,
         testbed_version: env!("CARGO_PKG_VERSION").into(),
         command: s.command.clone(),
+        commit: env!("KVTB_COMMIT").into(),
         started_unix_s: started,
         machine: machine::describe(dir),
         engine: e,

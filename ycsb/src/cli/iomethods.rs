@@ -72,6 +72,7 @@ pub(super) fn iomethods(a: &IoMethodsArgs) -> Result<()> {
         format: SCHEMA_VERSION,
         kind: IoMethods::KIND.into(),
         command: std::env::args().collect(),
+        commit: env!("KVTB_COMMIT").into(),
         started_unix_s: started,
         file: c.file.display().to_string(),
         file_bytes: bytes / (1 << 20) * (1 << 20),

@@ -199,6 +199,7 @@ fn killed_record(engine: &str, budget: u64, limit: Option<u64>) -> RunFile {
         format: SCHEMA_VERSION,
         testbed_version: env!("CARGO_PKG_VERSION").into(),
         command: std::env::args().collect(),
+        commit: env!("KVTB_COMMIT").into(),
         started_unix_s: unix_now(),
         machine: ycsb::machine::describe(None),
         engine: Engine {

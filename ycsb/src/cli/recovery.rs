@@ -123,6 +123,7 @@ pub(super) fn recovery(a: &RecoveryArgs) -> Result<()> {
             format: SCHEMA_VERSION,
             kind: Recovery::KIND.into(),
             command: std::env::args().collect(),
+            commit: env!("KVTB_COMMIT").into(),
             started_unix_s: load.started_unix_s,
             machine: load.machine,
             engine: load.engine,
