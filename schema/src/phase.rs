@@ -202,4 +202,24 @@ pub struct Sample {
     /// The engine's cache hit ratio over the interval, where it counts hits and misses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_ratio: Option<f64>,
+    /// Latency percentiles of the interval per YCSB op name (HDR, 2 significant
+    /// digits; version 3).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub latency: BTreeMap<String, IntervalLatency>,
+}
+
+/// The latency of one operation kind over one interval, in microseconds: what YCSB's
+/// `-s` status line prints per interval.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntervalLatency {
+    pub count: u64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub avg_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
 }

@@ -28,12 +28,12 @@ pub fn fnvhash64(mut val: i64) -> i64 {
 
 /// YCSB's `CoreWorkload.buildKeyName`: "user" + the (hashed unless ordered) key
 /// number, left-padded with zeros to `zeropadding` digits.
-pub fn key_name(keynum: i64, ordered: bool, zeropadding: usize) -> String {
+pub fn key_name(prefix: &str, keynum: i64, ordered: bool, zeropadding: usize) -> String {
     let n = if ordered { keynum } else { fnvhash64(keynum) };
     let digits = n.to_string();
     let fill = zeropadding.saturating_sub(digits.len());
-    let mut s = String::with_capacity(4 + fill + digits.len());
-    s.push_str("user");
+    let mut s = String::with_capacity(prefix.len() + fill + digits.len());
+    s.push_str(prefix);
     s.extend(std::iter::repeat_n('0', fill));
     s.push_str(&digits);
     s
@@ -402,8 +402,18 @@ impl KeyChooser {
 #[derive(Clone, Debug)]
 pub enum LengthGen {
     Constant(i64),
-    Uniform { lb: i64, ub: i64 },
+    Uniform {
+        lb: i64,
+        ub: i64,
+    },
     Zipfian(Zipfian),
+    /// YCSB's HistogramGenerator: bucket i (of `cumulative`) drawn with its share of
+    /// the counts gives `(i + 1) * block` times `scale` (the field count).
+    Histogram {
+        block: i64,
+        scale: i64,
+        cumulative: Vec<u64>,
+    },
 }
 
 impl LengthGen {
@@ -412,7 +422,69 @@ impl LengthGen {
             LengthGen::Constant(n) => *n,
             LengthGen::Uniform { lb, ub } => *lb + rng.below((*ub - *lb + 1) as u64) as i64,
             LengthGen::Zipfian(z) => z.next(rng),
+            LengthGen::Histogram {
+                block,
+                scale,
+                cumulative,
+            } => {
+                let total = cumulative.last().copied().unwrap_or(0);
+                let u = rng.below(total.max(1));
+                let i = cumulative.partition_point(|&c| c <= u);
+                (i as i64 + 1) * *block * *scale
+            }
         }
+    }
+
+    /// YCSB's field-length histogram file: a first line `BlockSize<TAB>n`, then
+    /// `bucket<TAB>count` lines; the lengths drawn are multiplied by `scale`.
+    pub fn histogram(text: &str, origin: &str, scale: i64) -> Result<LengthGen, String> {
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let first = lines.next().unwrap_or("");
+        let block = first
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .as_slice()
+            .get(1)
+            .and_then(|b| b.parse::<i64>().ok())
+            .filter(|_| first.trim_start().starts_with("BlockSize"))
+            .filter(|b| *b > 0)
+            .ok_or_else(|| {
+                format!("{origin}: the first line must be 'BlockSize<TAB>n', got '{first}'")
+            })?;
+        let mut counts = Vec::new();
+        for (n, l) in lines.enumerate() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let parsed = match f.as_slice() {
+                [b, c] => b.parse::<usize>().ok().zip(c.parse::<u64>().ok()),
+                _ => None,
+            };
+            let (bucket, count) = parsed.ok_or_else(|| {
+                format!(
+                    "{origin}, line {}: expected 'bucket<TAB>count', got '{l}'",
+                    n + 2
+                )
+            })?;
+            if counts.len() <= bucket {
+                counts.resize(bucket + 1, 0);
+            }
+            counts[bucket] += count;
+        }
+        let mut acc = 0;
+        let cumulative: Vec<u64> = counts
+            .iter()
+            .map(|c| {
+                acc += c;
+                acc
+            })
+            .collect();
+        if acc == 0 {
+            return Err(format!("{origin}: the histogram holds no counts"));
+        }
+        Ok(LengthGen::Histogram {
+            block,
+            scale,
+            cumulative,
+        })
     }
 
     pub fn max(&self) -> i64 {
@@ -420,6 +492,11 @@ impl LengthGen {
             LengthGen::Constant(n) => *n,
             LengthGen::Uniform { ub, .. } => *ub,
             LengthGen::Zipfian(z) => z.base + z.items - 1,
+            LengthGen::Histogram {
+                block,
+                scale,
+                cumulative,
+            } => cumulative.len() as i64 * block * scale,
         }
     }
 }
@@ -430,11 +507,11 @@ mod tests {
 
     #[test]
     fn ycsb_key_vectors() {
-        assert_eq!(key_name(0, false, 1), "user6284781860667377211");
-        assert_eq!(key_name(1, false, 1), "user8517097267634966620");
-        assert_eq!(key_name(2, false, 1), "user1820151046732198393");
-        assert_eq!(key_name(42, true, 1), "user42");
-        assert_eq!(key_name(42, true, 6), "user000042");
+        assert_eq!(key_name("user", 0, false, 1), "user6284781860667377211");
+        assert_eq!(key_name("user", 1, false, 1), "user8517097267634966620");
+        assert_eq!(key_name("user", 2, false, 1), "user1820151046732198393");
+        assert_eq!(key_name("user", 42, true, 1), "user42");
+        assert_eq!(key_name("user", 42, true, 6), "user000042");
     }
 
     #[test]

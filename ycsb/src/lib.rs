@@ -19,6 +19,7 @@
 //!
 //! Errors are [`Error`]; the binary prints them.
 
+pub mod compat;
 pub mod crash;
 pub mod device;
 pub mod donequeue;
@@ -32,6 +33,7 @@ pub mod memory;
 pub mod probe;
 pub mod procfs;
 pub mod props;
+pub mod record;
 pub mod recovery;
 pub mod report;
 pub mod results;

@@ -6,7 +6,6 @@
 //! the driver writes (a record must exist and hold a value that was written for it).
 
 use crate::error::{Error, Result};
-use crate::value;
 use crate::workload::Workload;
 use kvapi::Engine;
 use kvtb_schema::RecoveryCycle;
@@ -166,7 +165,7 @@ pub fn measure(
             let key = w.key(w.insertstart + i);
             checked += 1;
             match engine.get(key.as_bytes()) {
-                Ok(Some(v)) if value::verify(key.as_bytes(), &v) => {}
+                Ok(Some(v)) if crate::record::verify(key.as_bytes(), &v, w.fields) => {}
                 Ok(Some(_)) => {
                     return Err(Error::failed(format!(
                         "{key} holds a value that was never written for it after recovery"

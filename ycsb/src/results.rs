@@ -41,6 +41,24 @@ pub fn write_json(path: &Path, doc: &impl Serialize) -> Result<()> {
     std::fs::write(path, json + "\n").map_err(|e| Error::io_at("cannot write", path, e))
 }
 
+/// Checks before any work that `path` can be written (its directory made if
+/// missing): a result that cannot be written is found at the start, not after the run.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io_at("cannot create", dir, e))?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| Error::io_at("cannot write", path, e))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 /// Reads a `ycsb device` result.
 pub fn read_device_probe(path: &Path) -> Result<DeviceProbe> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io_at("cannot read", path, e))?;

@@ -58,61 +58,6 @@ impl OpKind {
     }
 }
 
-/// Properties this driver reads, plus YCSB properties it accepts and ignores (they
-/// concern YCSB's Java classes or per-field layout). Anything else that is not an
-/// engine option (`<engine>.<option>`) draws a warning.
-pub const KNOWN_PROPERTIES: &[&str] = &[
-    "recordcount",
-    "operationcount",
-    "insertstart",
-    "insertcount",
-    "fieldcount",
-    "fieldlength",
-    "minfieldlength",
-    "fieldlengthdistribution",
-    "valuesize",
-    "readproportion",
-    "updateproportion",
-    "insertproportion",
-    "scanproportion",
-    "readmodifywriteproportion",
-    "deleteproportion",
-    "valuesizes",
-    "production2.thresholds",
-    "requestdistribution",
-    "zipfianconstant",
-    "minscanlength",
-    "maxscanlength",
-    "scanlengthdistribution",
-    "insertorder",
-    "zeropadding",
-    "hotspotdatafraction",
-    "hotspotopnfraction",
-    "exponential.percentile",
-    "exponential.frac",
-    "dataintegrity",
-    "maxexecutiontime",
-    "threadcount",
-    "target",
-    "warmuptime",
-    // accepted for compatibility with YCSB property files, no effect here:
-    "workload",
-    "readallfields",
-    "writeallfields",
-    "readallfieldsbyname",
-    "fieldnameprefix",
-    "table",
-    "measurementtype",
-    "measurement.interval",
-    "histogram.buckets",
-    "timeseries.granularity",
-    "status.interval",
-    "core_workload_insertion_retry_limit",
-    "core_workload_insertion_retry_interval",
-    "db",
-    "exporter",
-];
-
 /// How value sizes are chosen (`valuesizes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueSizes {
@@ -172,6 +117,14 @@ pub struct Workload {
     pub chooser: KeyChooser,
     pub request_distribution: String,
     pub dataintegrity: bool,
+    /// Fields per record (YCSB's fieldcount; 1 with `valuesize`): the slots of a
+    /// record (see `record.rs`).
+    pub fields: usize,
+    /// Whether an update writes every field (`writeallfields=true`) or one field
+    /// (YCSB's default: read the record, replace one field, write it back).
+    pub write_all_fields: bool,
+    /// The key prefix (go-ycsb's `keyprefix`; YCSB's is always `user`).
+    pub key_prefix: String,
 }
 
 fn get<'a>(p: &'a Properties, k: &str, default: &'a str) -> &'a str {
@@ -218,15 +171,6 @@ fn boolean(p: &Properties, k: &str, default: bool) -> Result<bool> {
             "property {k}: expected true or false, got '{other}'"
         ))),
     }
-}
-
-/// Names of properties that are neither known nor engine options of `engines`.
-pub fn unknown_properties(p: &Properties, engines: &[&str]) -> Vec<String> {
-    p.keys()
-        .filter(|k| !KNOWN_PROPERTIES.contains(&k.as_str()))
-        .filter(|k| !engines.iter().any(|e| k.starts_with(&format!("{e}."))))
-        .cloned()
-        .collect()
 }
 
 impl Workload {
@@ -293,9 +237,18 @@ impl Workload {
                     fieldcount * fieldlength,
                     theta,
                 )),
+                "histogram" => {
+                    let f = get(p, "fieldlengthhistogram", "hist.txt");
+                    let text = std::fs::read_to_string(f).map_err(|e| {
+                        Error::usage(format!(
+                            "property fieldlengthhistogram: cannot read {f}: {e}"
+                        ))
+                    })?;
+                    LengthGen::histogram(&text, f, fieldcount).map_err(Error::usage)?
+                }
                 other => {
                     return Err(Error::usage(format!(
-                        "property fieldlengthdistribution: expected constant, uniform or zipfian, got '{other}'"
+                        "property fieldlengthdistribution: expected constant, uniform, zipfian or histogram, got '{other}'"
                     )));
                 }
             }
@@ -417,7 +370,15 @@ impl Workload {
                 )));
             }
         };
+        let fields = if p.contains_key("valuesize") {
+            1
+        } else {
+            int(p, "fieldcount", 10)?.max(1) as usize
+        };
         Ok(Workload {
+            fields,
+            write_all_fields: boolean(p, "writeallfields", false)?,
+            key_prefix: get(p, "keyprefix", "user").to_string(),
             recordcount,
             operationcount,
             insertstart,
@@ -436,7 +397,7 @@ impl Workload {
 
     /// The key of key number `n`.
     pub fn key(&self, n: i64) -> String {
-        key_name(n, self.ordered_inserts, self.zeropadding)
+        key_name(&self.key_prefix, n, self.ordered_inserts, self.zeropadding)
     }
 
     /// The largest value the workload writes.
@@ -459,6 +420,11 @@ pub struct Op {
     pub scan_len: usize,
     /// When to issue it, from the start of the phase (a timed trace replay).
     pub at: Option<std::time::Duration>,
+    /// Fields of the key's record (the slots a read verifies).
+    pub fields: usize,
+    /// For an update (or the update of a read-modify-write) of one field only: which
+    /// one (`writeallfields=false`).
+    pub field: Option<usize>,
 }
 
 /// A seeded source of operations for one client thread (or one injector).
@@ -555,6 +521,9 @@ impl OpStream {
         } else {
             0
         };
+        let field = (matches!(kind, OpKind::Update | OpKind::ReadModifyWrite)
+            && !self.w.write_all_fields)
+            .then(|| self.rng.below(self.w.fields as u64) as usize);
         Op {
             kind,
             keynum,
@@ -562,6 +531,8 @@ impl OpStream {
             value_len,
             scan_len,
             at: None,
+            fields: self.w.fields,
+            field,
         }
     }
 

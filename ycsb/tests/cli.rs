@@ -365,7 +365,9 @@ fn assert_clean_error(o: &Output, needle: &str) {
 fn bad_input_gets_a_clear_error() {
     let t = Tmp::new("bad");
     let bad_file = t.s("bad.properties");
-    std::fs::write(&bad_file, "recordcount=10\nthis is not a property\n").unwrap();
+    // property files read as Java reads them: `key value` is a property, a malformed
+    // \u escape is not
+    std::fs::write(&bad_file, "recordcount=10\nfieldlength=\\u12x4\n").unwrap();
     let data = t.s("data");
     let run = |extra: &[&str]| {
         let mut a = vec!["run", "--engine", "null", "--quiet"];

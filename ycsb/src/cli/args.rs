@@ -62,8 +62,9 @@ pub(super) struct DriveArgs {
     /// Root of the data directories (an engine's default is <data>/<engine>).
     #[arg(long, default_value = "data")]
     pub(super) data: PathBuf,
-    /// Print periodic status (accepted for YCSB compatibility; status is on by
-    /// default, see --quiet).
+    /// YCSB's status line on standard error every status.interval seconds (10): the
+    /// operations so far, the current throughput and, per operation, the interval's
+    /// count, max, min, mean and percentiles (instead of the progress output).
     #[arg(short = 's')]
     pub(super) status: bool,
     /// No progress output.
@@ -113,6 +114,9 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
         "--device-result",
         d.device_result.as_ref().map(|p| p.display().to_string()),
     );
+    if d.status {
+        v.push("-s".to_string());
+    }
     v.extend(["--arrival".to_string(), d.arrival.clone()]);
     v.extend(["--data".to_string(), d.data.display().to_string()]);
     v

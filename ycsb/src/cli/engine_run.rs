@@ -103,9 +103,10 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
     let roofline = device_result(s, &report.machine)?;
     let disk = report.machine.disk.as_ref().map(|d| d.device.clone());
     let on = Phases {
+        session: s,
         engine: engine.as_ref(),
         roofline: roofline.as_ref(),
-        ctx: progress::ctx(s.progress, disk, Some(watch)),
+        ctx: progress::ctx(s.progress, s.status.clone(), disk, Some(watch)),
     };
     match work {
         Work::Replay(rp) => on.replay(&mut report, &engine, rp)?,
@@ -207,6 +208,7 @@ fn device_result(s: &Session, m: &Machine) -> Result<Option<(PathBuf, DeviceProb
 
 /// Runs phases on one engine.
 struct Phases<'a> {
+    session: &'a Session,
     engine: &'a dyn Engine,
     roofline: Option<&'a (PathBuf, DeviceProbe)>,
     ctx: Ctx,
@@ -227,8 +229,32 @@ impl Phases<'_> {
             .and_then(|(path, d)| device::ceiling(&p, path, d));
         p.counters_before = counters_map(&before);
         p.counters_after = counters_map(&self.engine.counters());
-        let _ = write!(std::io::stdout(), "{}", report::summary(report, &p));
+        let text = report::summary(report, &p);
+        self.export(&text)?;
         report.phases.push(p);
+        Ok(())
+    }
+
+    /// The phase's measurements as YCSB's exporter writes them: the text summary on
+    /// stdout, and the exporter's form in the export file (each phase replaces the one
+    /// before, so it holds the last, as YCSB's export of that command would); with a
+    /// JSON exporter and no export file, the JSON on stdout instead of the text.
+    fn export(&self, text: &str) -> Result<()> {
+        use ycsb::compat::Exporter;
+        let s = self.session;
+        let json = |array| report::export_json(text, array);
+        let (stdout, file) = match (s.exporter, &s.exportfile) {
+            (Exporter::Text, f) => (text.to_string(), f.as_ref().map(|f| (f, text.to_string()))),
+            (Exporter::JsonArray, None) => (json(true) + "\n", None),
+            (Exporter::Json, None) => (json(false) + "\n", None),
+            (Exporter::JsonArray, Some(f)) => (text.to_string(), Some((f, json(true)))),
+            (Exporter::Json, Some(f)) => (text.to_string(), Some((f, json(false)))),
+        };
+        let _ = write!(std::io::stdout(), "{stdout}");
+        if let Some((f, body)) = file {
+            std::fs::write(f, body)
+                .map_err(|e| Error::io_at("cannot write the export file", f, e))?;
+        }
         Ok(())
     }
 
@@ -263,6 +289,7 @@ impl Phases<'_> {
                     items.len() as u64,
                     |_| (),
                     |_, i| items[i as usize].clone(),
+                    1,
                     d,
                     ctx,
                     "load",

@@ -6,7 +6,7 @@ use super::workloads::resolve_properties;
 use kvtb_schema::Driving;
 use std::sync::Arc;
 use ycsb::props::Properties;
-use ycsb::workload::{Workload, unknown_properties};
+use ycsb::workload::Workload;
 use ycsb::{Error, Result};
 
 pub(super) struct Session {
@@ -17,6 +17,11 @@ pub(super) struct Session {
     pub(super) drive: Driving,
     /// Progress output (off with --quiet).
     pub(super) progress: bool,
+    /// YCSB's status line (`-s`, or `status=true`), instead of the progress output.
+    pub(super) status: Option<super::progress::Status>,
+    /// YCSB's exporter (`exporter`) and where it writes (`exportfile`; else stdout).
+    pub(super) exporter: ycsb::compat::Exporter,
+    pub(super) exportfile: Option<std::path::PathBuf>,
     /// A `ycsb device` result to take ceilings from (else the disk's default one).
     pub(super) device_result: Option<std::path::PathBuf>,
     pub(super) command: Vec<String>,
@@ -26,24 +31,64 @@ pub(super) struct Session {
 /// (engine options of `engines` are known).
 pub(super) fn session(w: &WorkloadArgs, d: &DriveArgs, engines: &[&str]) -> Result<Session> {
     let (name, props) = resolve_properties(w)?;
-    warn_unknown(&props, engines);
+    warn_unknown(&props, engines)?;
     let workload = Arc::new(Workload::from_properties(&props)?);
     let drive = driving(d, &props, w.seed)?;
+    let status_line = status(d, &props)?;
+    let exporter = ycsb::compat::exporter(&props)?;
+    let exportfile = props.get("exportfile").map(std::path::PathBuf::from);
+    if let Some(f) = &exportfile {
+        ycsb::results::check_writable(f)?;
+    }
     Ok(Session {
         name,
         props,
         workload,
         drive,
         progress: !d.quiet,
+        status: status_line,
+        exporter,
+        exportfile,
         device_result: d.device_result.clone(),
         command: std::env::args().collect(),
     })
 }
 
-pub(super) fn warn_unknown(p: &Properties, engines: &[&str]) {
-    for k in unknown_properties(p, engines) {
-        eprintln!("warning: unknown property '{k}' is ignored (a typo?)");
+/// YCSB's status line: `-s` or `status=true`, every `status.interval` seconds (10),
+/// prefixed by `label`.
+fn status(d: &DriveArgs, p: &Properties) -> Result<Option<super::progress::Status>> {
+    let on = d.status
+        || p.get("status")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    if !on {
+        return Ok(None);
     }
+    let interval = match p.get("status.interval") {
+        None => 10,
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "property status.interval: expected a positive number of seconds, got '{v}'"
+                ))
+            })?,
+    };
+    Ok(Some(super::progress::Status {
+        interval,
+        label: p.get("label").cloned().unwrap_or_default(),
+    }))
+}
+
+/// Refuses what YCSB properties ask that this driver cannot do, and warns about what
+/// it does differently, ignores (with the reason) or does not know.
+pub(super) fn warn_unknown(p: &Properties, engines: &[&str]) -> Result<()> {
+    for w in ycsb::compat::check(p, engines)? {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
 }
 
 fn prop_f64(p: &Properties, k: &str) -> Result<Option<f64>> {

@@ -114,6 +114,11 @@ fn load_records(w: &Arc<Workload>, seed: u64) -> Vec<Record> {
 /// The records of the run phase: the stream one client thread (or the async
 /// injector) issues.
 fn run_records(w: &Arc<Workload>, seed: u64) -> Result<Vec<Record>> {
+    if w.operationcount == 0 {
+        return Err(Error::usage(
+            "operationcount=0 means no limit: a trace needs a count (-p operationcount=N)",
+        ));
+    }
     let mut stream = OpStream::new(w.clone(), Arc::new(AckCounter::new(w.recordcount)), seed, 0);
     let mut records = Vec::new();
     for _ in 0..w.operationcount {
@@ -141,7 +146,7 @@ fn run_records(w: &Arc<Workload>, seed: u64) -> Result<Vec<Record>> {
 
 fn generate(a: &TraceArgs) -> Result<()> {
     let (_name, props) = resolve_properties(&a.workload)?;
-    warn_unknown(&props, engines::ALL);
+    warn_unknown(&props, engines::ALL)?;
     let w = Arc::new(Workload::from_properties(&props)?);
     let records = match a.phase.as_str() {
         "load" => load_records(&w, a.workload.seed),

@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use kvtb_schema::OpSummary;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 pub(crate) const KINDS: usize = OpKind::ALL.len();
@@ -26,6 +26,16 @@ fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid histogram bounds")
 }
 
+/// The per-interval histograms (the status line, the timeline's percentiles): 2
+/// significant digits (1%), a tenth of the memory of the phase's own.
+#[expect(
+    clippy::expect_used,
+    reason = "constant bounds (1 ns to one hour, 2 digits) that hdrhistogram accepts"
+)]
+pub(crate) fn new_interval_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_NS, 2).expect("valid histogram bounds")
+}
+
 /// The outcome of one operation, as counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -37,12 +47,58 @@ pub enum Outcome {
     Corrupt,
 }
 
+impl Outcome {
+    fn name(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "OK",
+            Outcome::NotFound => "NOT_FOUND",
+            Outcome::Error(k) => k,
+            Outcome::Corrupt => "UNEXPECTED_VALUE",
+        }
+    }
+}
+
+/// A histogram made on first use: a phase allocates only for the kinds it runs.
+#[derive(Default)]
+struct Lazy(Option<Histogram<u64>>);
+
+impl Lazy {
+    fn record(&mut self, ns: u64) {
+        self.0
+            .get_or_insert_with(new_hist)
+            .saturating_record(ns.max(1));
+    }
+
+    #[expect(
+        clippy::expect_used,
+        reason = "every recorder's histograms have the same bounds, so adding cannot fail"
+    )]
+    fn add(&mut self, other: &Lazy) {
+        if let Some(o) = &other.0 {
+            self.0
+                .get_or_insert_with(new_hist)
+                .add(o)
+                .expect("same bounds");
+        }
+    }
+
+    fn get(&self) -> Option<&Histogram<u64>> {
+        self.0.as_ref().filter(|h| !h.is_empty())
+    }
+}
+
 /// What one client thread (or injector) measured. Merged at the end of a run.
 pub struct Recorder {
-    actual: Vec<Histogram<u64>>,
-    intended: Vec<Histogram<u64>>,
-    queued: Vec<Histogram<u64>>,
-    status: Vec<BTreeMap<String, u64>>,
+    actual: [Lazy; KINDS],
+    intended: [Lazy; KINDS],
+    queued: [Lazy; KINDS],
+    /// Counts per status, per kind: a short list of static names (no allocation per
+    /// operation).
+    status: [Vec<(&'static str, u64)>; KINDS],
+    /// This interval's latencies per kind, handed to the slot when the sampler starts
+    /// a new interval.
+    interval: [Option<Histogram<u64>>; KINDS],
+    interval_epoch: u64,
     slot: Arc<Slot>,
     measuring_from: Instant,
     /// Bytes of keys and values returned to the driver (measured operations only).
@@ -55,13 +111,20 @@ pub struct Recorder {
     errors: u64,
 }
 
-/// Per-thread live counters read by the sampler (one cache line pair each).
+/// Per-thread live counters read by the sampler (one cache line pair each), and the
+/// interval histograms the thread hands over when the sampler moves to the next
+/// interval (`epoch`).
 #[repr(align(128))]
 #[derive(Default)]
 pub struct Slot {
     pub(crate) ops: [AtomicU64; KINDS],
     pub(crate) errors: AtomicU64,
     pub(crate) latency_ns: AtomicU64,
+    /// The sampler's interval number.
+    pub(crate) epoch: AtomicU64,
+    /// Interval histograms handed over by the thread, per kind: a hand-off slot (only
+    /// ever swapped whole), taken by the sampler.
+    pub(crate) handed: Mutex<Vec<(usize, Histogram<u64>)>>,
 }
 
 impl Recorder {
@@ -69,10 +132,12 @@ impl Recorder {
     /// timeline but not in the histograms.
     pub fn new(slot: Arc<Slot>, measuring_from: Instant) -> Recorder {
         Recorder {
-            actual: (0..KINDS).map(|_| new_hist()).collect(),
-            intended: (0..KINDS).map(|_| new_hist()).collect(),
-            queued: (0..KINDS).map(|_| new_hist()).collect(),
-            status: vec![BTreeMap::new(); KINDS],
+            actual: Default::default(),
+            intended: Default::default(),
+            queued: Default::default(),
+            status: Default::default(),
+            interval: Default::default(),
+            interval_epoch: slot.epoch.load(Ordering::Relaxed),
             slot,
             measuring_from,
             user_read_bytes: 0,
@@ -101,7 +166,8 @@ impl Recorder {
         outcome: Outcome,
     ) {
         let ns = end.saturating_duration_since(start).as_nanos() as u64;
-        self.slot.ops[kind.index()].fetch_add(1, Ordering::Relaxed);
+        let i = kind.index();
+        self.slot.ops[i].fetch_add(1, Ordering::Relaxed);
         self.slot.latency_ns.fetch_add(ns, Ordering::Relaxed);
         let failed = !matches!(outcome, Outcome::Ok | Outcome::NotFound);
         if failed {
@@ -111,7 +177,31 @@ impl Recorder {
             self.ops += 1;
             self.errors += u64::from(failed);
         }
+        let epoch = self.slot.epoch.load(Ordering::Relaxed);
+        if epoch != self.interval_epoch {
+            self.hand_over(epoch);
+        }
+        self.interval[i]
+            .get_or_insert_with(new_interval_hist)
+            .saturating_record(ns.max(1));
         self.record_part(kind, intended, start, end, outcome);
+    }
+
+    /// Hands this interval's histograms to the slot for the sampler.
+    fn hand_over(&mut self, epoch: u64) {
+        self.interval_epoch = epoch;
+        let mut handed = kvapi::sync::lock_handoff(&self.slot.handed);
+        for (i, h) in self.interval.iter_mut().enumerate() {
+            if let Some(h) = h.as_mut().filter(|h| !h.is_empty()) {
+                let full = std::mem::replace(h, new_interval_hist());
+                handed.push((i, full));
+            }
+        }
+    }
+
+    /// Hands over what is left of the last interval (the end of a phase).
+    pub fn flush_interval(&mut self) {
+        self.hand_over(self.interval_epoch);
     }
 
     /// Records one part of an operation (the read or the update of a
@@ -130,42 +220,43 @@ impl Recorder {
         if end < self.measuring_from {
             return;
         }
-        self.actual[i].saturating_record(ns.max(1));
+        self.actual[i].record(ns);
         if let Some(t0) = intended {
-            let ins = end.saturating_duration_since(t0).as_nanos() as u64;
-            self.intended[i].saturating_record(ins.max(1));
-            let q = start.saturating_duration_since(t0).as_nanos() as u64;
-            self.queued[i].saturating_record(q.max(1));
+            self.intended[i].record(end.saturating_duration_since(t0).as_nanos() as u64);
+            self.queued[i].record(start.saturating_duration_since(t0).as_nanos() as u64);
         }
-        let name = match outcome {
-            Outcome::Ok => "OK",
-            Outcome::NotFound => "NOT_FOUND",
-            Outcome::Error(k) => k,
-            Outcome::Corrupt => "UNEXPECTED_VALUE",
-        };
-        *self.status[i].entry(name.to_string()).or_insert(0) += 1;
+        let name = outcome.name();
+        let counts = &mut self.status[i];
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
     }
 
     /// Adds another recorder's measurements to this one.
-    #[expect(
-        clippy::expect_used,
-        reason = "every recorder's histograms have the same bounds, so adding cannot fail"
-    )]
     pub fn merge(&mut self, other: &Recorder) {
         self.ops += other.ops;
         self.errors += other.errors;
         self.user_read_bytes += other.user_read_bytes;
         self.user_write_bytes += other.user_write_bytes;
         for i in 0..KINDS {
-            self.actual[i].add(&other.actual[i]).expect("same bounds");
-            self.intended[i]
-                .add(&other.intended[i])
-                .expect("same bounds");
-            self.queued[i].add(&other.queued[i]).expect("same bounds");
-            for (k, v) in &other.status[i] {
-                *self.status[i].entry(k.clone()).or_insert(0) += v;
+            self.actual[i].add(&other.actual[i]);
+            self.intended[i].add(&other.intended[i]);
+            self.queued[i].add(&other.queued[i]);
+            for &(k, v) in &other.status[i] {
+                match self.status[i].iter_mut().find(|(n, _)| *n == k) {
+                    Some((_, c)) => *c += v,
+                    None => self.status[i].push((k, v)),
+                }
             }
         }
+    }
+
+    fn status_map(&self, i: usize) -> BTreeMap<String, u64> {
+        self.status[i]
+            .iter()
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect()
     }
 
     /// Per-kind summaries of the kinds that ran.
@@ -173,19 +264,13 @@ impl Recorder {
         let mut out = Vec::new();
         for kind in OpKind::ALL {
             let i = kind.index();
-            let h = &self.actual[i];
-            if h.is_empty() {
+            let Some(h) = self.actual[i].get() else {
                 continue;
-            }
-            out.push(summary(
-                kind.ycsb_name().to_string(),
-                h,
-                self.status[i].clone(),
-            ));
+            };
+            out.push(summary(kind.ycsb_name().to_string(), h, self.status_map(i)));
             // Under a target rate: latency from the scheduled start ("intended",
             // coordinated omission corrected) and the queueing delay before the start.
-            let ih = &self.intended[i];
-            if !ih.is_empty() {
+            if let (Some(ih), Some(qh)) = (self.intended[i].get(), self.queued[i].get()) {
                 out.push(summary(
                     format!("Intended-{}", kind.ycsb_name()),
                     ih,
@@ -193,7 +278,7 @@ impl Recorder {
                 ));
                 out.push(summary(
                     format!("Queue-{}", kind.ycsb_name()),
-                    &self.queued[i],
+                    qh,
                     BTreeMap::new(),
                 ));
             }

@@ -3,11 +3,12 @@
 //! [`Sample`]s, and hands each to a tick (the binary's progress output).
 
 use crate::error::{Error, Result};
-use crate::measure::recorder::{KINDS, Slot};
+use crate::measure::recorder::{KINDS, Slot, new_interval_hist};
 use crate::measure::watch::{Reader, Watch};
 use crate::procfs::{cpu_times, diskstats, proc_io};
 use crate::workload::OpKind;
-use kvtb_schema::Sample;
+use hdrhistogram::Histogram;
+use kvtb_schema::{IntervalLatency, Sample};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,6 +41,50 @@ fn totals(slots: &[Arc<Slot>]) -> Totals {
         t.latency_ns += s.latency_ns.load(Ordering::Relaxed);
     }
     t
+}
+
+/// Moves every client thread to interval `epoch` and gathers the histograms of the
+/// interval that ends: each thread hands its own over at its next operation, so the
+/// sampler waits a moment for the busy ones (an idle thread has nothing to hand).
+fn interval_latency(
+    slots: &Mutex<Vec<Arc<Slot>>>,
+    epoch: u64,
+) -> BTreeMap<String, IntervalLatency> {
+    let slots: Vec<Arc<Slot>> = kvapi::sync::lock_handoff(slots).clone();
+    for s in &slots {
+        s.epoch.store(epoch, Ordering::Relaxed);
+    }
+    std::thread::sleep(Duration::from_millis(2));
+    let mut merged: Vec<Option<Histogram<u64>>> = (0..KINDS).map(|_| None).collect();
+    for s in &slots {
+        let handed = std::mem::take(&mut *kvapi::sync::lock_handoff(&s.handed));
+        for (i, h) in handed {
+            let m = merged[i].get_or_insert_with(new_interval_hist);
+            // same bounds: adding cannot fail
+            let _ = m.add(&h);
+        }
+    }
+    let us = |ns: u64| ns as f64 / 1000.0;
+    OpKind::ALL
+        .iter()
+        .filter_map(|k| {
+            let h = merged[k.index()].as_ref().filter(|h| !h.is_empty())?;
+            Some((
+                k.ycsb_name().to_string(),
+                IntervalLatency {
+                    count: h.len(),
+                    min_us: us(h.min()),
+                    max_us: us(h.max()),
+                    avg_us: h.mean() / 1000.0,
+                    p50_us: us(h.value_at_quantile(0.5)),
+                    p90_us: us(h.value_at_quantile(0.9)),
+                    p99_us: us(h.value_at_quantile(0.99)),
+                    p999_us: us(h.value_at_quantile(0.999)),
+                    p9999_us: us(h.value_at_quantile(0.9999)),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// What the sampler calls each second with the latest sample (status lines).
@@ -77,6 +122,7 @@ impl Sampler {
                         std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
                     }
                     let stopping = stop2.load(Ordering::Relaxed);
+                    let latency = interval_latency(&s2, n as u64);
                     let now = Instant::now();
                     let cur = totals(&kvapi::sync::lock_handoff(&s2));
                     let cpu = cpu_times();
@@ -123,6 +169,7 @@ impl Sampler {
                                 / dt.max(1e-9))
                             .min(1.0)
                         }),
+                        latency,
                         ..Sample::default()
                     };
                     if let Some(r) = reader.as_mut() {

@@ -3,5 +3,5 @@
 mod summary;
 mod table;
 
-pub use summary::{engine_lines, human_bytes, summary};
+pub use summary::{engine_lines, export_json, export_rows, human_bytes, summary};
 pub use table::compare_table;

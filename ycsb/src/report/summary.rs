@@ -13,6 +13,57 @@ fn fmt_us(x: f64) -> String {
     }
 }
 
+/// A histogram as the result file holds it (V2 deflate, base64).
+fn decode(b64: &str) -> Option<hdrhistogram::Histogram<u64>> {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Deserializer;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    Deserializer::new()
+        .deserialize(&mut std::io::Cursor::new(bytes))
+        .ok()
+}
+
+/// The rows of YCSB's exporters from a text summary: every `[METRIC], measurement,
+/// value` line, numbers as numbers.
+pub fn export_rows(text: &str) -> Vec<(String, String, serde_json::Value)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix('[')?;
+            let (metric, rest) = rest.split_once("], ")?;
+            let (measurement, value) = rest.rsplit_once(", ")?;
+            let v = value.trim();
+            let json = if let Ok(i) = v.parse::<i64>() {
+                serde_json::Value::from(i)
+            } else if let Some(x) = v.parse::<f64>().ok().filter(|x| x.is_finite()) {
+                serde_json::Value::from(x)
+            } else {
+                serde_json::Value::from(v)
+            };
+            Some((metric.to_string(), measurement.to_string(), json))
+        })
+        .collect()
+}
+
+/// YCSB's JSON exporters: `array` the JSONArrayMeasurementsExporter's one pretty-printed
+/// array, else the JSONMeasurementsExporter's objects one after another.
+pub fn export_json(text: &str, array: bool) -> String {
+    let objs: Vec<String> = export_rows(text)
+        .into_iter()
+        .map(|(m, me, v)| {
+            format!(
+                "{{\n  \"metric\" : {},\n  \"measurement\" : {},\n  \"value\" : {v}\n}}",
+                serde_json::Value::from(m),
+                serde_json::Value::from(me)
+            )
+        })
+        .collect();
+    if array {
+        format!("[ {} ]", objs.join(", "))
+    } else {
+        objs.join(" ")
+    }
+}
+
 /// YCSB's text summary of one phase, with the engine's durability and cache stated.
 pub fn summary(report: &RunFile, phase: &Phase) -> String {
     let r = phase;
@@ -91,22 +142,44 @@ pub fn summary(report: &RunFile, phase: &Phase) -> String {
     ) {
         let _ = writeln!(s, "{line}");
     }
+    let chosen = crate::compat::percentiles(&report.properties)
+        .ok()
+        .flatten();
     for o in &r.ops {
         let n = &o.name;
         let _ = writeln!(s, "[{n}], Operations, {}", o.operations);
         let _ = writeln!(s, "[{n}], AverageLatency(us), {}", fmt_us(o.average_us));
         let _ = writeln!(s, "[{n}], MinLatency(us), {}", fmt_us(o.min_us));
         let _ = writeln!(s, "[{n}], MaxLatency(us), {}", fmt_us(o.max_us));
-        let _ = writeln!(s, "[{n}], 50thPercentileLatency(us), {}", fmt_us(o.p50_us));
-        let _ = writeln!(s, "[{n}], 90thPercentileLatency(us), {}", fmt_us(o.p90_us));
-        let _ = writeln!(s, "[{n}], 95thPercentileLatency(us), {}", fmt_us(o.p95_us));
-        let _ = writeln!(s, "[{n}], 99thPercentileLatency(us), {}", fmt_us(o.p99_us));
-        let _ = writeln!(s, "[{n}], 99.9PercentileLatency(us), {}", fmt_us(o.p999_us));
-        let _ = writeln!(
-            s,
-            "[{n}], 99.99PercentileLatency(us), {}",
-            fmt_us(o.p9999_us)
-        );
+        match &chosen {
+            // hdrhistogram.percentiles: those, from the operation's own histogram
+            Some(list) => {
+                let h = decode(&o.histogram_v2_base64);
+                for &p in list {
+                    let v = h
+                        .as_ref()
+                        .map(|h| h.value_at_quantile(p / 100.0) as f64 / 1000.0);
+                    let _ = writeln!(
+                        s,
+                        "[{n}], {}, {}",
+                        crate::compat::percentile_name(p),
+                        v.map(fmt_us).unwrap_or_else(|| "N/A".into())
+                    );
+                }
+            }
+            None => {
+                let _ = writeln!(s, "[{n}], 50thPercentileLatency(us), {}", fmt_us(o.p50_us));
+                let _ = writeln!(s, "[{n}], 90thPercentileLatency(us), {}", fmt_us(o.p90_us));
+                let _ = writeln!(s, "[{n}], 95thPercentileLatency(us), {}", fmt_us(o.p95_us));
+                let _ = writeln!(s, "[{n}], 99thPercentileLatency(us), {}", fmt_us(o.p99_us));
+                let _ = writeln!(s, "[{n}], 99.9PercentileLatency(us), {}", fmt_us(o.p999_us));
+                let _ = writeln!(
+                    s,
+                    "[{n}], 99.99PercentileLatency(us), {}",
+                    fmt_us(o.p9999_us)
+                );
+            }
+        }
         for (status, count) in &o.status {
             let _ = writeln!(s, "[{n}], Return={status}, {count}");
         }

@@ -19,6 +19,7 @@ where
                 s.spawn(move || {
                     let mut rec = Recorder::new(slot, from);
                     body(t, &mut rec);
+                    rec.flush_interval();
                     rec
                 })
             })

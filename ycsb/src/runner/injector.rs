@@ -5,14 +5,14 @@
 //! latency counts from that time.
 
 use super::arrivals::Arrivals;
-use super::outcome::reply_outcome;
+use super::outcome::{Verify, reply_outcome};
 use super::phase::Measured;
 use super::versions::Versions;
 use crate::donequeue::DoneQueue;
 use crate::error::{Error, Result};
 use crate::generator::AckCounter;
-use crate::measure::Recorder;
-use crate::value;
+use crate::measure::{Outcome, Recorder};
+use crate::record;
 use crate::workload::{Op, OpKind};
 use kvapi::{AsyncEngine, Engine, Reply, Request};
 use std::sync::Arc;
@@ -81,6 +81,7 @@ pub(super) fn drive(
             m.mark.poll();
         }
     }
+    inj.rec.flush_interval();
     Ok(inj.rec)
 }
 
@@ -93,6 +94,10 @@ enum Stage {
     RmwUpdate {
         read_done: Instant,
     },
+    /// The read of a one-field update (`writeallfields=false`).
+    FieldRead,
+    /// The write of a one-field update, after its read.
+    FieldWrite,
 }
 
 /// A request as submitted: what the injector needs back with its reply.
@@ -101,6 +106,8 @@ struct Sent {
     keynum: i64,
     key: String,
     value_len: usize,
+    fields: usize,
+    field: Option<usize>,
     intended: Option<Instant>,
     start: Instant,
 }
@@ -117,12 +124,14 @@ fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
     match op.kind {
         OpKind::Read => Request::Get { key },
         OpKind::ReadModifyWrite if rmw_read => Request::Get { key },
+        // a one-field update reads the record first
+        OpKind::Update if op.field.is_some() => Request::Get { key },
         OpKind::Insert => {
-            let value = value::make(&key, version, op.value_len);
+            let value = record::make(&key, version, op.value_len, op.fields);
             Request::Insert { key, value }
         }
         OpKind::Update | OpKind::ReadModifyWrite => {
-            let value = value::make(&key, version, op.value_len);
+            let value = record::make(&key, version, op.value_len, op.fields);
             Request::Update { key, value }
         }
         OpKind::Delete => Request::Delete { key },
@@ -131,6 +140,25 @@ fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
             count: op.scan_len,
         },
     }
+}
+
+/// The write that follows the read of a read-modify-write or of a one-field update:
+/// the whole record at `version`, or the record read with its field rewritten;
+/// `None` for a one-field write of a key that has no record.
+fn write_after_read(sent: &Sent, read: &kvapi::Result<Reply>, version: u64) -> Option<Request> {
+    let key = sent.key.as_bytes().to_vec();
+    let value = match sent.field {
+        None => record::make(&key, version, sent.value_len, sent.fields),
+        Some(f) => {
+            let Ok(Reply::Value(Some(old))) = read else {
+                return None;
+            };
+            let mut v = Vec::with_capacity(old.len());
+            record::update_field_into(&key, old, f, version, sent.fields, &mut v);
+            v
+        }
+    };
+    Some(Request::Update { key, value })
 }
 
 /// The injector's state.
@@ -196,6 +224,8 @@ impl Injector<'_> {
             let rmw = op.kind == OpKind::ReadModifyWrite;
             let stage = if rmw {
                 Stage::RmwRead
+            } else if op.kind == OpKind::Update && op.field.is_some() {
+                Stage::FieldRead
             } else {
                 Stage::Single(op.kind)
             };
@@ -205,6 +235,8 @@ impl Injector<'_> {
                 keynum: op.keynum,
                 key: op.key.clone(),
                 value_len: op.value_len,
+                fields: op.fields,
+                field: op.field,
                 intended,
                 start: Instant::now(),
             };
@@ -219,7 +251,11 @@ impl Injector<'_> {
         self.in_flight -= 1;
         let Done { sent, end, result } = done;
         let key = sent.key.as_bytes();
-        let (outcome, read) = reply_outcome(key, &result, plan.verify);
+        let check = Verify {
+            on: plan.verify,
+            fields: sent.fields,
+        };
+        let (outcome, read) = reply_outcome(key, &result, check);
         let written = (key.len() + sent.value_len) as u64;
         match sent.stage {
             Stage::Single(kind) => {
@@ -240,31 +276,63 @@ impl Injector<'_> {
                 }
             }
             Stage::RmwRead => {
-                self.rec
-                    .record_part(OpKind::Read, sent.intended, sent.start, end, outcome);
+                self.rec.record_part(
+                    OpKind::Read,
+                    sent.intended,
+                    sent.start,
+                    end,
+                    outcome.clone(),
+                );
                 self.rec.bytes(end, read, 0);
-                let op = Op {
-                    kind: OpKind::ReadModifyWrite,
-                    keynum: sent.keynum,
-                    key: sent.key.clone(),
-                    value_len: sent.value_len,
-                    scan_len: 0,
-                    at: None,
+                let version = self.versions.take();
+                let Some(req) = write_after_read(&sent, &result, version) else {
+                    // one field of a key with no record: nothing to write
+                    self.rec
+                        .record_part(OpKind::Update, None, end, end, Outcome::NotFound);
+                    self.rec.record(
+                        OpKind::ReadModifyWrite,
+                        sent.intended,
+                        sent.start,
+                        end,
+                        Outcome::NotFound,
+                    );
+                    return;
                 };
-                let req = request_for(&op, self.versions.take(), false);
                 let next = Sent {
                     stage: Stage::RmwUpdate {
                         read_done: Instant::now(),
                     },
-                    keynum: op.keynum,
-                    key: op.key,
-                    value_len: op.value_len,
-                    intended: sent.intended,
                     // the whole operation counts from the read's start
-                    start: sent.start,
+                    ..sent
                 };
                 self.submit(req, next);
                 self.in_flight += 1;
+            }
+            Stage::FieldRead => {
+                let version = self.versions.take();
+                let failed = !matches!(outcome, Outcome::Ok | Outcome::NotFound);
+                match write_after_read(&sent, &result, version) {
+                    Some(req) if !failed => {
+                        self.rec.bytes(end, read, 0);
+                        let next = Sent {
+                            stage: Stage::FieldWrite,
+                            ..sent
+                        };
+                        self.submit(req, next);
+                        self.in_flight += 1;
+                    }
+                    // a failed read, or a key with no record: the update ends here
+                    _ => {
+                        let o = if failed { outcome } else { Outcome::NotFound };
+                        self.rec
+                            .record(OpKind::Update, sent.intended, sent.start, end, o);
+                    }
+                }
+            }
+            Stage::FieldWrite => {
+                self.rec
+                    .record(OpKind::Update, sent.intended, sent.start, end, outcome);
+                self.rec.bytes(end, 0, written);
             }
             Stage::RmwUpdate { read_done } => {
                 self.rec

@@ -6,7 +6,7 @@ use super::outcome::outcome_of;
 use super::phase::{Clock, Ctx, Measured};
 use crate::error::Result;
 use crate::generator::AckCounter;
-use crate::value;
+use crate::record;
 use crate::workload::{Op, OpKind, OpStream, Workload};
 use kvapi::Engine;
 use kvtb_schema::{Driving, Phase};
@@ -26,6 +26,7 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
             let n = start + i as i64;
             (w.key(n), stream.value_len_for(n))
         },
+        w.fields,
         d,
         ctx,
         "load",
@@ -34,12 +35,17 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
 
 /// Inserts `count` items, item `i` given by `item` with per-thread state from `init`
 /// (called with the thread's index), through the driving mode of `d`. Values are
-/// version 0 of their key.
+/// records of `fields` fields at version 0 of their key.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a phase's parts, each named at the call"
+)]
 pub fn load_items<S, I, F>(
     engine: Arc<dyn Engine>,
     count: u64,
     init: I,
     item: F,
+    fields: usize,
     d: &Driving,
     ctx: &Ctx,
     phase: &str,
@@ -63,6 +69,8 @@ where
                     value_len,
                     scan_len: 0,
                     at: None,
+                    fields,
+                    field: None,
                 }
             })
         });
@@ -84,7 +92,7 @@ where
                     break;
                 }
                 let (key, len) = item(&mut state, i);
-                value::make_into(key.as_bytes(), 0, len, &mut buf);
+                record::make_into(key.as_bytes(), 0, len, fields, &mut buf);
                 let t0 = Instant::now();
                 let r = engine.insert(key.as_bytes(), &buf);
                 let t1 = Instant::now();

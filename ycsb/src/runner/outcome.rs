@@ -1,7 +1,7 @@
 //! What an operation's reply counts as ([`Outcome`]), and how many user bytes it read.
 
 use crate::measure::Outcome;
-use crate::value;
+use crate::record;
 use kvapi::Reply;
 
 static FIRST_ERROR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -35,6 +35,22 @@ pub fn first_error() -> Option<&'static str> {
     FIRST_ERROR.get().map(String::as_str)
 }
 
+/// Whether reads verify what they get (`dataintegrity`), and the records' field count.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Verify {
+    pub(super) on: bool,
+    pub(super) fields: usize,
+}
+
+impl Verify {
+    pub(super) fn new(on: bool, op: &crate::workload::Op) -> Verify {
+        Verify {
+            on,
+            fields: op.fields,
+        }
+    }
+}
+
 pub(super) fn outcome_of(r: &kvapi::Result<()>) -> Outcome {
     match r {
         Ok(()) => Outcome::Ok,
@@ -43,9 +59,9 @@ pub(super) fn outcome_of(r: &kvapi::Result<()>) -> Outcome {
 }
 
 /// The outcome of a read that returned `v`, and the bytes (key and value) it read.
-fn value_outcome(key: &[u8], v: Option<&Vec<u8>>, verify: bool) -> (Outcome, u64) {
+fn value_outcome(key: &[u8], v: Option<&Vec<u8>>, verify: Verify) -> (Outcome, u64) {
     match v {
-        Some(v) if verify && !value::verify(key, v) => {
+        Some(v) if verify.on && !record::verify(key, v, verify.fields) => {
             (Outcome::Corrupt, (key.len() + v.len()) as u64)
         }
         Some(v) => (Outcome::Ok, (key.len() + v.len()) as u64),
@@ -54,9 +70,13 @@ fn value_outcome(key: &[u8], v: Option<&Vec<u8>>, verify: bool) -> (Outcome, u64
 }
 
 /// The outcome of a scan that returned `pairs`, and the bytes it read.
-fn pairs_outcome(pairs: &[kvapi::Pair], verify: bool) -> (Outcome, u64) {
+fn pairs_outcome(pairs: &[kvapi::Pair], verify: Verify) -> (Outcome, u64) {
     let bytes = pairs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-    if verify && pairs.iter().any(|(k, v)| !value::verify(k, v)) {
+    if verify.on
+        && pairs
+            .iter()
+            .any(|(k, v)| !record::verify(k, v, verify.fields))
+    {
         (Outcome::Corrupt, bytes)
     } else {
         (Outcome::Ok, bytes)
@@ -66,7 +86,7 @@ fn pairs_outcome(pairs: &[kvapi::Pair], verify: bool) -> (Outcome, u64) {
 pub(super) fn read_outcome(
     key: &[u8],
     r: &kvapi::Result<Option<Vec<u8>>>,
-    verify: bool,
+    verify: Verify,
 ) -> (Outcome, u64) {
     match r {
         Ok(v) => value_outcome(key, v.as_ref(), verify),
@@ -74,7 +94,7 @@ pub(super) fn read_outcome(
     }
 }
 
-pub(super) fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: bool) -> (Outcome, u64) {
+pub(super) fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: Verify) -> (Outcome, u64) {
     match r {
         Ok(pairs) => pairs_outcome(pairs, verify),
         Err(e) => (Outcome::Error(note_error(e)), 0),
@@ -82,7 +102,11 @@ pub(super) fn scan_outcome(r: &kvapi::Result<Vec<kvapi::Pair>>, verify: bool) ->
 }
 
 /// The outcome of an asynchronous request and the user bytes it read.
-pub(super) fn reply_outcome(key: &[u8], r: &kvapi::Result<Reply>, verify: bool) -> (Outcome, u64) {
+pub(super) fn reply_outcome(
+    key: &[u8],
+    r: &kvapi::Result<Reply>,
+    verify: Verify,
+) -> (Outcome, u64) {
     match r {
         Ok(Reply::Done) => (Outcome::Ok, 0),
         Ok(Reply::Value(v)) => value_outcome(key, v.as_ref(), verify),

@@ -30,13 +30,14 @@ pub(super) fn run_phase(
     label: &str,
     stop_when: Option<StopWhen>,
 ) -> Result<Phase> {
-    let opcount = if d.max_time_s.is_some() && name == "warmup" {
+    // operationcount=0 is no limit, as in YCSB (the time limit ends the phase)
+    let opcount = if (d.max_time_s.is_some() && name == "warmup") || w.operationcount == 0 {
         u64::MAX
     } else {
         w.operationcount as u64
     };
     let clock = Clock::new(d.warmup_s, d.max_time_s);
-    let total = d.max_time_s.is_none().then_some(opcount);
+    let total = (d.max_time_s.is_none() && opcount != u64::MAX).then_some(opcount);
     let m = Measured::start(name, label, clock, total, ctx, stop_when)?;
     let acks = Arc::new(AckCounter::new(w.recordcount));
     let poisson = d.arrival == "poisson";

@@ -44,6 +44,8 @@ pub fn to_ops(records: &[Record], speed: Option<f64>, default_size: usize) -> Ve
             },
             scan_len: r.scan_len.max(1) as usize,
             at: speed.map(|s| Duration::from_secs_f64(r.time_us as f64 / 1e6 / s)),
+            fields: 1,
+            field: None,
         })
         .collect()
 }
