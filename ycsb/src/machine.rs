@@ -69,6 +69,34 @@ pub fn one_line(m: &Machine) -> String {
     )
 }
 
+/// The file system type under `path` (the longest mount point holding it), e.g.
+/// `ext4`, `tmpfs`.
+pub fn filesystem_of(path: &Path) -> Option<String> {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        p = p.parent()?.to_path_buf();
+        if p.as_os_str().is_empty() {
+            p = ".".into();
+        }
+    }
+    let canon = std::fs::canonicalize(&p).ok()?;
+    let mounts = read("/proc/self/mounts")?;
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (_src, mnt, fs) = (f.next()?, f.next()?, f.next()?);
+            canon.starts_with(mnt).then(|| (mnt.len(), fs.to_string()))
+        })
+        .max_by_key(|(n, _)| *n)
+        .map(|(_, fs)| fs)
+}
+
+/// File systems whose data lives in memory only.
+pub fn in_memory_filesystem(fs: &str) -> bool {
+    matches!(fs, "tmpfs" | "ramfs" | "devtmpfs")
+}
+
 /// The block device under `path`, via its st_dev and /sys/dev/block.
 pub fn disk_of(path: &Path) -> Option<Disk> {
     use std::os::unix::fs::MetadataExt;

@@ -76,6 +76,7 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
     let engine: Arc<dyn Engine> = engines::open(t.engine, &opts)?;
     let open_s = t_open.elapsed().as_secs_f64();
     let mut report = run_file(s, &engine, dir.as_deref(), started, open_s);
+    in_memory_data(&mut report, dir.as_deref());
     let uses_os_page_cache = t.engine != "null" && report.engine.direct_io != Some(true);
     if t.memory.is_some()
         && uses_os_page_cache
@@ -153,6 +154,32 @@ fn before_open(t: &Target<'_>, dirs: &[PathBuf]) -> Result<(u64, u64, Option<u64
         .rss;
     let limit = set_limit(t.bound, t.memory)?;
     Ok((driver_rss, evicted, limit))
+}
+
+/// Data on a file system that lives in memory (tmpfs) reaches no disk: whatever the
+/// engine promises, an acknowledged write dies with the machine, so the result says
+/// class `none` and that direct I/O means nothing there.
+fn in_memory_data(report: &mut RunFile, dir: Option<&Path>) {
+    let Some(fs) = dir.and_then(machine::filesystem_of) else {
+        return;
+    };
+    if !machine::in_memory_filesystem(&fs) || report.engine.name == "null" {
+        return;
+    }
+    eprintln!(
+        "warning: the data directory is on {fs}: nothing reaches a disk, so durability is class none whatever {} promises, direct I/O means nothing, and the device counters are not this engine's",
+        report.engine.name
+    );
+    let e = &mut report.engine;
+    e.durability_setting = format!(
+        "{} (data on {fs}: nothing reaches a disk; promised class {})",
+        e.durability_setting, e.durability
+    );
+    e.durability = "none".into();
+    e.direct_io = None;
+    e.notes.push(format!(
+        "data on {fs}: held in memory, no disk I/O; class none"
+    ));
 }
 
 /// The run file before its phases: the command, the machine, the engine as opened,

@@ -85,7 +85,60 @@ fn normalise_args(args: impl Iterator<Item = String>) -> Vec<String> {
     .collect()
 }
 
+/// The files and directories a command will write, checked before any work: a
+/// result that cannot be written is found at the start, not after the run.
+fn check_outputs(cmd: &Cmd) -> ycsb::Result<()> {
+    use ycsb::results::check_writable;
+    let files: Vec<&std::path::Path> = match cmd {
+        Cmd::Load(a) => a.out.iter().map(|p| p.as_path()).collect(),
+        Cmd::Run(a) => a.phase.out.iter().map(|p| p.as_path()).collect(),
+        Cmd::Crash(a) => a.out.iter().map(|p| p.as_path()).collect(),
+        Cmd::Recovery(a) => a.out.iter().map(|p| p.as_path()).collect(),
+        Cmd::Device(a) => a.out.iter().map(|p| p.as_path()).collect(),
+        Cmd::Iomethods(a) => vec![a.out.as_path()],
+        Cmd::Trace(t) => match &t.sub {
+            Some(trace::TraceSub::Convert(c)) => vec![c.out.as_path()],
+            Some(_) => vec![],
+            None => t
+                .generate
+                .out
+                .iter()
+                .map(|p| p.as_path())
+                .filter(|p| p.as_os_str() != "-")
+                .collect(),
+        },
+        _ => vec![],
+    };
+    for f in files {
+        check_writable(f)?;
+    }
+    if let Cmd::Compare(a) = cmd {
+        check_writable(&a.out_dir.join(".ycsb-write-check"))?;
+    }
+    Ok(())
+}
+
+/// YCSB's habits that name a binding instead of an engine (`-db sled`, `ycsb load
+/// basic -P ...`): pointed to `--engine` rather than left to a generic parse error.
+fn binding_habit(args: &[String]) -> Option<String> {
+    let engine_hint = "this driver chooses the engine with --engine NAME (see `ycsb engines`)";
+    if let Some(i) = args.iter().position(|a| a == "-db" || a == "--db") {
+        let what = args.get(i + 1).map(String::as_str).unwrap_or("");
+        return Some(format!(
+            "-db {what}: YCSB's binding option; {engine_hint}, e.g. --engine sled"
+        ));
+    }
+    match (args.get(1).map(String::as_str), args.get(2)) {
+        (Some("load" | "run"), Some(b)) if !b.starts_with('-') => Some(format!(
+            "'{b}' after '{}' looks like a YCSB binding name; {engine_hint}",
+            args[1]
+        )),
+        _ => None,
+    }
+}
+
 fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
+    check_outputs(cmd)?;
     match cmd {
         Cmd::Load(a) => run::phases(a, true, false),
         Cmd::Run(a) => match &a.trace {
@@ -111,6 +164,10 @@ fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
 /// command failed, the error printed; 3: the engine did not fit its memory budget).
 pub fn main() -> i32 {
     let args = normalise_args(std::env::args());
+    if let Some(why) = binding_habit(&args) {
+        eprintln!("error: {why}");
+        return 2;
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

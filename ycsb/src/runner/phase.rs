@@ -123,6 +123,25 @@ impl Mark {
     }
 }
 
+/// Marks device counters that other processes took part in: the whole device moved
+/// clearly more than this process read and wrote (/proc/self/io, which counts the
+/// I/O of every thread of the process, io_uring's workers included).
+fn flag_other_io(d: &mut kvtb_schema::DeviceUse, proc_bytes: Option<u64>) {
+    let (Some(p), Some(r), Some(w)) = (proc_bytes, d.read_bytes, d.write_bytes) else {
+        return;
+    };
+    let dev = r + w;
+    let other = dev.saturating_sub(p);
+    if other > (dev / 4).max(4 << 20) {
+        d.note = format!(
+            "OTHER I/O ON THE DEVICE: it moved {} MiB while this process read and wrote {} MiB, so its per-operation figures include other processes' I/O ({})",
+            dev >> 20,
+            p >> 20,
+            d.note
+        );
+    }
+}
+
 /// A phase being measured.
 pub(super) struct Measured<'a> {
     name: String,
@@ -205,6 +224,7 @@ impl<'a> Measured<'a> {
             )
         });
         let pio = mark.and_then(|m| m.proc_io).zip(last.proc_io);
+        let proc_bytes = pio.map(|(a, b)| b.0.saturating_sub(a.0) + b.1.saturating_sub(a.1));
         let device = device
             .zip(mark.and_then(|m| m.disk))
             .zip(last.disk)
@@ -219,6 +239,10 @@ impl<'a> Measured<'a> {
                     rec.user_write_bytes,
                 )
             });
+        let device = device.map(|mut d| {
+            flag_other_io(&mut d, proc_bytes);
+            d
+        });
         Phase {
             phase: self.name,
             runtime_ms: secs * 1000.0,
