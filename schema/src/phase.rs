@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 pub struct Phase {
     /// `load`, `run` or `replay`.
     pub phase: String,
+    /// When the phase started, milliseconds since the Unix epoch (version 3): the
+    /// wall clock that `ycsb merge` aligns several clients' timelines by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_unix_ms: Option<u64>,
     /// Wall time of the measured part (after warm-up), milliseconds.
     pub runtime_ms: f64,
     /// Operations measured (after warm-up).

@@ -30,6 +30,7 @@ pub mod iomethods;
 pub mod machine;
 pub mod measure;
 pub mod memory;
+pub mod merge;
 pub mod probe;
 pub mod procfs;
 pub mod props;

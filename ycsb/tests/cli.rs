@@ -6,48 +6,11 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn ycsb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ycsb"))
-        .args(args)
-        .env(
-            "KVTESTBED_WORKLOADS",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads"),
-        )
-        .output()
-        .expect("running ycsb")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-struct Tmp(PathBuf);
-impl Tmp {
-    fn new(label: &str) -> Tmp {
-        let base = std::env::var_os("KVTESTBED_TMP")
-            .map(PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir);
-        let d = base.join(format!("ycsb-cli-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Tmp(d)
-    }
-    fn s(&self, rel: &str) -> String {
-        self.0.join(rel).display().to_string()
-    }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{Tmp, stderr, stdout, ycsb};
+use std::path::Path;
+use std::process::Output;
 
 /// The value of `[SECTION], Name, value` in a YCSB summary.
 fn metric(out: &str, section: &str, name: &str) -> Option<f64> {

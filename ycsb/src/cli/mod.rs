@@ -11,10 +11,12 @@ mod engines;
 mod iomethods;
 mod machine;
 mod memory;
+mod merge;
 mod progress;
 mod recovery;
 mod run;
 mod session;
+mod shell;
 mod trace;
 mod workloads;
 
@@ -63,6 +65,12 @@ enum Cmd {
     /// The writer `ycsb crash` starts and kills (not for direct use).
     #[command(hide = true)]
     CrashChild(crash::CrashChildArgs),
+    /// One result from several clients that drove one store at once: histograms
+    /// merged exactly, timelines aligned by wall clock.
+    Merge(merge::MergeArgs),
+    /// Read, insert, update, delete and scan single keys of an engine's store, one
+    /// command a line (help for the list).
+    Shell(shell::ShellArgs),
     /// List the engines of this build.
     Engines,
     /// Print this machine's description (CPU, memory, kernel, the disk under --data)
@@ -96,6 +104,7 @@ fn check_outputs(cmd: &Cmd) -> ycsb::Result<()> {
         Cmd::Recovery(a) => a.out.iter().map(|p| p.as_path()).collect(),
         Cmd::Device(a) => a.out.iter().map(|p| p.as_path()).collect(),
         Cmd::Iomethods(a) => vec![a.out.as_path()],
+        Cmd::Merge(a) => a.out.iter().map(|p| p.as_path()).collect(),
         Cmd::Trace(t) => match &t.sub {
             Some(trace::TraceSub::Convert(c)) => vec![c.out.as_path()],
             Some(_) => vec![],
@@ -153,6 +162,8 @@ fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
         Cmd::Crash(a) => crash::crash(a),
         Cmd::CrashChild(a) => crash::child(a),
         Cmd::Machine { data } => machine::machine(data),
+        Cmd::Merge(a) => merge::merge(a),
+        Cmd::Shell(a) => shell::shell(a),
         Cmd::Engines => {
             engines::engines();
             Ok(())

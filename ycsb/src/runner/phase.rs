@@ -145,6 +145,7 @@ fn flag_other_io(d: &mut kvtb_schema::DeviceUse, proc_bytes: Option<u64>) {
 /// A phase being measured.
 pub(super) struct Measured<'a> {
     name: String,
+    started_unix_ms: u64,
     pub(super) clock: Clock,
     sampler: Sampler,
     pub(super) mark: Mark,
@@ -187,6 +188,10 @@ impl<'a> Measured<'a> {
         let mark = Mark::new(clock.measure_from, ctx.device.clone());
         Ok(Measured {
             name: name.to_string(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
             clock,
             sampler,
             mark,
@@ -245,6 +250,7 @@ impl<'a> Measured<'a> {
         });
         Phase {
             phase: self.name,
+            started_unix_ms: Some(self.started_unix_ms),
             runtime_ms: secs * 1000.0,
             operations: ops,
             throughput_ops_sec: if secs > 0.0 { ops as f64 / secs } else { 0.0 },

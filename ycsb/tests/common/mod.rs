@@ -1,0 +1,45 @@
+//! Helpers shared by the end-to-end tests of the `ycsb` binary.
+#![allow(dead_code, reason = "each test file uses the helpers it needs")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn ycsb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ycsb"))
+        .args(args)
+        .env(
+            "KVTESTBED_WORKLOADS",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads"),
+        )
+        .output()
+        .expect("running ycsb")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub struct Tmp(pub PathBuf);
+impl Tmp {
+    pub fn new(label: &str) -> Tmp {
+        let base = std::env::var_os("KVTESTBED_TMP")
+            .map(PathBuf::from)
+            .unwrap_or_else(std::env::temp_dir);
+        let d = base.join(format!("ycsb-cli-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Tmp(d)
+    }
+    pub fn s(&self, rel: &str) -> String {
+        self.0.join(rel).display().to_string()
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
