@@ -123,10 +123,7 @@ fn merge_timeline(phases: &[&Phase], t0: u64) -> Vec<Sample> {
                     / b.total_ops as f64;
             }
             for (op, l) in &s.latency {
-                let m = b
-                    .latency
-                    .entry(op.clone())
-                    .or_insert_with(IntervalLatency::default);
+                let m = b.latency.entry(op.clone()).or_default();
                 let n = m.count + l.count;
                 if n > 0 {
                     m.avg_us = (m.avg_us * m.count as f64 + l.avg_us * l.count as f64) / n as f64;
