@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use kvtb_schema::{IntervalLatency, OpSummary, Phase, RunFile, Sample};
+use kvtb_schema::{OpSummary, Phase, RunFile, Sample};
 use std::collections::BTreeMap;
 
 fn decode(b64: &str) -> Result<Histogram<u64>> {
