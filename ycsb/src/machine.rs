@@ -12,37 +12,31 @@ fn read(p: impl AsRef<Path>) -> Option<String> {
 
 /// Describes this machine; `data_dir` (if it exists) selects the disk reported.
 pub fn describe(data_dir: Option<&Path>) -> Machine {
-    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("model name")
-                .and_then(|r| r.split(':').nth(1))
-        })
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
-    let memory_bytes = read("/proc/meminfo").and_then(|m| {
-        m.lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-    });
-    let os = read("/etc/os-release")
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                .map(|s| s.trim_matches('"').to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    // machine facts through sysinfo; the disk under the data (block sizes, model,
+    // rotational) from /sys, which sysinfo does not describe
+    let (cpu_model, total) = match sysinfo::System::new() {
+        Ok(mut sys) => {
+            sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+            sys.refresh_memory_specifics(sysinfo::MemoryRefreshKind::nothing().with_ram());
+            let cpu = sys
+                .cpus()
+                .first()
+                .map(|c| c.brand().trim().to_string())
+                .filter(|b| !b.is_empty());
+            (cpu, sys.total_memory())
+        }
+        Err(_) => (None, 0),
+    };
+    let cpu_model = cpu_model.unwrap_or_else(|| "unknown".into());
     Machine {
-        hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+        hostname: sysinfo::System::host_name().unwrap_or_default(),
         cpu_model,
         cores: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
-        memory_bytes,
-        kernel: read("/proc/sys/kernel/osrelease").unwrap_or_default(),
-        os,
+        memory_bytes: (total > 0).then_some(total),
+        kernel: sysinfo::System::kernel_version().unwrap_or_default(),
+        os: sysinfo::System::long_os_version().unwrap_or_else(|_| std::env::consts::OS.to_string()),
         disk: data_dir.and_then(disk_of),
     }
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 pub(super) struct Arrivals {
     start: Instant,
     mean_s: f64,
-    poisson: bool,
+    /// The gaps of a Poisson process (exponential, `rand_distr`), else even spacing.
+    gaps: Option<rand_distr::Exp<f64>>,
     rng: Rng,
     next_s: f64,
 }
@@ -25,7 +26,12 @@ impl Arrivals {
         Arrivals {
             start,
             mean_s: 1.0 / rate,
-            poisson,
+            // a positive finite rate (the driver checks --target) gives a valid λ
+            gaps: if poisson {
+                rand_distr::Exp::new(rate).ok()
+            } else {
+                None
+            },
             rng: Rng::derive(seed ^ 0xA771_7A15, stream),
             next_s: 0.0,
         }
@@ -36,10 +42,9 @@ impl Arrivals {
     }
 
     pub(super) fn advance(&mut self) {
-        self.next_s += if self.poisson {
-            -(1.0 - self.rng.next_f64()).ln() * self.mean_s
-        } else {
-            self.mean_s
+        self.next_s += match &self.gaps {
+            Some(exp) => self.rng.sample(exp),
+            None => self.mean_s,
         };
     }
 }
