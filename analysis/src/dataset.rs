@@ -14,6 +14,17 @@ pub struct Group {
     pub runs: Vec<Entry>,
 }
 
+impl Group {
+    /// The run that describes the group's workload: the first that names one (a run
+    /// killed at its memory limit names none), else the first.
+    pub fn describing(&self) -> Option<&Entry> {
+        self.runs
+            .iter()
+            .find(|e| !e.run.workload.is_empty())
+            .or(self.runs.first())
+    }
+}
+
 /// One engine's result inside a group.
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -65,16 +76,33 @@ impl Dataset {
                 .map(|d| d.display().to_string())
                 .unwrap_or_default()
         };
+        // a run file that names no workload (an engine killed at its memory limit, a
+        // run that failed) belongs with the other runs of its directory
+        let mut dir_workload = BTreeMap::<PathBuf, String>::new();
+        for l in runs.iter().filter(|l| !l.run.workload.is_empty()) {
+            if let Some(d) = l.path.parent() {
+                dir_workload
+                    .entry(d.to_path_buf())
+                    .or_insert_with(|| l.run.workload_name());
+            }
+        }
+        let workload_of = |l: &Loaded| {
+            l.path
+                .parent()
+                .filter(|_| l.run.workload.is_empty())
+                .and_then(|d| dir_workload.get(d).cloned())
+                .unwrap_or_else(|| l.run.workload_name())
+        };
         let mut pairs = BTreeMap::<(String, String), usize>::new();
         for l in &runs {
             *pairs
-                .entry((l.run.workload_name(), l.run.engine.name.clone()))
+                .entry((workload_of(l), l.run.engine.name.clone()))
                 .or_default() += 1;
         }
         let by_dir = pairs.values().any(|&n| n > 1);
         let mut groups: BTreeMap<String, Vec<Loaded>> = BTreeMap::new();
         for l in runs {
-            let mut key = l.run.workload_name();
+            let mut key = workload_of(&l);
             let d = rel_dir(&l.path);
             if by_dir && !d.is_empty() {
                 key = format!("{d}/{key}");
@@ -133,11 +161,18 @@ impl Dataset {
 
     /// Distinct machines of the results (normally one). Results of one machine that
     /// differ only in the disk found (an engine without a data directory has none)
-    /// count as one, with the disk that was found.
+    /// count as one, with the disk that was found; a result that names no machine at
+    /// all (the stand-in file of a run that failed) counts only where no other does.
     pub fn machines(&self) -> Vec<Machine> {
         let mut ms: Vec<Machine> = Vec::new();
-        for e in self.groups.iter().flat_map(|g| &g.runs) {
+        let unknown = |m: &Machine| m.cores == 0 && m.cpu_model.is_empty() && m.hostname.is_empty();
+        let runs: Vec<&Entry> = self.groups.iter().flat_map(|g| &g.runs).collect();
+        let any_known = runs.iter().any(|e| !unknown(&e.run.machine));
+        for e in runs {
             let m = &e.run.machine;
+            if any_known && unknown(m) {
+                continue;
+            }
             let same = |a: &Machine| {
                 a.hostname == m.hostname
                     && a.cpu_model == m.cpu_model

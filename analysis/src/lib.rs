@@ -2,9 +2,10 @@
 //!
 //! Reads the JSON result files the `ycsb` driver writes (one per engine run), groups
 //! them by workload, and renders, into the same directory, PNG and SVG charts
-//! (throughput, tail latency, throughput over time, CPU, latency CDF) and a
-//! `report.md` that ties them together with a table of the numbers. Everything is
-//! computed from the files alone.
+//! (throughput, tail latency, throughput over time, memory over time, CPU, latency
+//! CDF) and a `report.md` that ties them together with a table of the numbers. An
+//! engine over its memory budget is flagged wherever its numbers appear and never
+//! marked best. Everything is computed from the files alone.
 //!
 //! ```no_run
 //! let written = analysis::render_dir(std::path::Path::new("results/compare"), None)?;
@@ -21,6 +22,7 @@
 //! The library prints nothing: what it has to tell comes back as [`Warning`]s with
 //! the files it wrote, and failures as [`Error`]s.
 
+mod budget;
 mod charts;
 mod dataset;
 mod error;

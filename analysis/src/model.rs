@@ -7,8 +7,8 @@ use std::path::Path;
 
 pub use kvtb_schema::{
     Ceiling, DeviceProbe, DeviceUse, Disk, Driving, Engine, Found, IoMethods, IoPoint, Loaded,
-    Machine, Manifest, Measure, OpSummary, Phase, ProbePoint, Recovery, RecoveryCycle, RunFile,
-    Sample, parse_kind, parse_probe, parse_run,
+    Machine, Manifest, Measure, MemoryBound, MemoryUse, OVER_BUDGET, OpSummary, Phase, ProbePoint,
+    Recovery, RecoveryCycle, RunFile, Sample, Warmup, parse_kind, parse_probe, parse_run,
 };
 
 /// Loads every `*.json` result file under `dir` (recursively). Files that cannot be

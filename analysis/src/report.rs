@@ -1,7 +1,10 @@
 //! `kvtb-report charts DIR`: every result file of a directory to charts and
 //! `report.md`: the machine, one table per workload (engines as columns, the best
-//! cell of each row in bold), the charts with a caption each, and the commands.
+//! cell of each row in bold among the engines that count: not the null engine, not
+//! one over its memory budget; where the files have memory figures, what each engine
+//! held against its budget), the charts with a caption each, and the commands.
 
+use crate::budget::{self, Standing};
 use crate::charts::render::Rendered;
 use crate::charts::results::render_all;
 use crate::dataset::{Dataset, Group};
@@ -143,28 +146,45 @@ fn table(g: &Group) -> String {
     }
     let mut s = String::from("| metric |");
     for e in &g.runs {
-        let _ = write!(s, " {} |", e.label);
+        match budget::over(&e.run) {
+            Some(_) => {
+                let _ = write!(s, " {} [over budget] |", e.label);
+            }
+            None => {
+                let _ = write!(s, " {} |", e.label);
+            }
+        }
     }
     s.push_str("\n| --- |");
     for _ in &g.runs {
         s.push_str(" ---: |");
     }
     s.push('\n');
+    // the best cell is chosen among the real stores held to their budget
+    let contends: Vec<bool> = g.runs.iter().map(|e| budget::contends(&e.run)).collect();
+    let contenders = contends.iter().filter(|c| **c).count();
     for (name, higher, get) in rows {
         let cells: Vec<Option<f64>> = g.runs.iter().map(|e| get(&e.run)).collect();
+        let counted = || {
+            cells
+                .iter()
+                .zip(&contends)
+                .filter(|(_, c)| **c)
+                .filter_map(|(x, _)| *x)
+        };
         let best = match higher {
-            Some(true) => cells.iter().flatten().copied().reduce(f64::max),
-            Some(false) => cells.iter().flatten().copied().reduce(f64::min),
+            Some(true) => counted().reduce(f64::max),
+            Some(false) => counted().reduce(f64::min),
             None => None,
         };
         let _ = write!(s, "| {name} |");
         let integer = name.starts_with("errors");
-        for c in cells {
+        for (c, counts) in cells.into_iter().zip(&contends) {
             match c {
                 Some(x) if integer => {
                     let _ = write!(s, " {x:.0} |");
                 }
-                Some(x) if g.runs.len() > 1 && Some(x) == best => {
+                Some(x) if *counts && contenders > 1 && Some(x) == best => {
                     let _ = write!(s, " **{}** |", num(x));
                 }
                 Some(x) => {
@@ -205,7 +225,12 @@ fn table(g: &Group) -> String {
             .into()
         }),
     ];
-    for (name, get) in text_rows {
+    let memory = g.runs.iter().any(|e| budget::measured(&e.run));
+    let rows = memory_rows()
+        .into_iter()
+        .filter(|_| memory)
+        .chain(text_rows);
+    for (name, get) in rows {
         let _ = write!(s, "| {name} |");
         for e in &g.runs {
             let _ = write!(s, " {} |", get(&e.run));
@@ -213,6 +238,65 @@ fn table(g: &Group) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The memory rows of a group whose files have memory figures: the budget, what the
+/// engine held at the peak of its phases (and the page cache part of it), used /
+/// budget, how the budget was held, the warm-up, the run's cache hit ratio, and where
+/// the engine stands.
+fn memory_rows() -> [(&'static str, TextGetter); 8] {
+    fn bytes(x: Option<u64>) -> String {
+        x.map(human_bytes).unwrap_or_else(|| "N/A".into())
+    }
+    [
+        ("memory budget", |r| {
+            r.memory
+                .budget_bytes
+                .map(human_bytes)
+                .unwrap_or_else(|| "none".into())
+        }),
+        ("memory used (peak of the phases)", |r| {
+            bytes(budget::peak_phase(r).map(|m| m.peak_used_bytes))
+        }),
+        ("of it OS page cache", |r| {
+            bytes(budget::peak_phase(r).map(|m| m.peak_page_cache_bytes))
+        }),
+        ("used / budget", |r| {
+            match budget::peak_phase(r).and_then(|m| m.used_over_budget) {
+                Some(x) => format!("{x:.2}"),
+                None if r.memory.killed_at_limit => "killed".into(),
+                None => "N/A".into(),
+            }
+        }),
+        ("memory bound", |r| budget::bound(r).into()),
+        ("warm-up", budget::warmup),
+        ("cache hit ratio (run, mean)", |r| {
+            r.run()
+                .and_then(budget::mean_hit_ratio)
+                .map(|h| format!("{:.1}%", h * 100.0))
+                .unwrap_or_else(|| "N/A".into())
+        }),
+        ("memory standing", |r| match budget::standing(r) {
+            Standing::Within => "within budget".into(),
+            Standing::Over(o) => format!("**{}**", o.flag()),
+            Standing::NoBudget => "no budget".into(),
+            Standing::NotMeasured => "not measured".into(),
+        }),
+    ]
+}
+
+/// Who is not counted for the best cell of a group's table, and why.
+fn not_counted(g: &Group) -> Vec<String> {
+    g.runs
+        .iter()
+        .filter_map(|e| {
+            if e.run.engine.name == "null" {
+                Some(format!("{} (the driver's own ceiling)", e.label))
+            } else {
+                budget::over(&e.run).map(|o| format!("{} ({})", e.label, o.flag()))
+            }
+        })
+        .collect()
 }
 
 /// `report.md` of a dataset and its charts.
@@ -228,12 +312,19 @@ fn markdown(ds: &Dataset, charts: &[Rendered]) -> String {
     }
     for g in &ds.groups {
         let _ = writeln!(s, "## {}\n", g.label);
-        if let Some(e) = g.runs.first() {
+        if let Some(e) = g.describing() {
             let _ = writeln!(s, "{}\n", workload_line(&e.run));
         }
         s.push_str(&table(g));
-        if g.runs.len() > 1 {
+        let out = not_counted(g);
+        if g.runs.len() > 1 && out.is_empty() {
             s.push_str("\nBest cell of each row in bold. ");
+        } else if g.runs.len() > 1 {
+            let _ = write!(
+                s,
+                "\nBest cell of each row in bold, among the engines that count: not {}. ",
+                out.join(", ")
+            );
         } else {
             s.push('\n');
         }

@@ -328,6 +328,21 @@ fn renders_every_paper_figure_with_numbers_from_the_files() {
     // verdict rules stated, summary present
     assert!(md.contains("## How the verdicts are decided"));
     assert!(md.contains("| Fig. 5: YCSB uniform, KVell/RocksDB | holds on "));
+    // files before schema 3: verdicts as before, with the memory note
+    assert!(md.contains("- **Memory rule**: verdicts are computed only between engines"));
+    assert!(
+        md.contains("## Memory\n\nMemory not measured (results before schema 3): the result files"),
+        "{md}"
+    );
+    assert!(md.contains(" workloads; memory not measured |"), "{md}");
+    assert!(md.contains(
+        "**Memory:** not measured (results before schema 3): the engines are not known to be \
+         within the same budget; verdicts are computed as before."
+    ));
+    assert!(md.contains("**Memory:** not measured (recovery results carry no memory figures)"));
+    // "not compared" only in the rule's own words
+    assert_eq!(md.matches("not compared").count(), 1, "{md}");
+    assert!(readme.contains("## Memory\n\nMemory not measured (results before schema 3)"));
     // absent parts noted, not errors
     assert!(
         md.contains("ycsb/: absent: b-uniform, b-zipfian, c-uniform"),
@@ -494,4 +509,164 @@ fn cli_writes_paper_repro_where_told_with_links_that_resolve() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("ycsb/a-uniform/kvell.json"));
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Gives a run file memory figures (schema version 3): a budget held by a cgroup and,
+/// in every phase, `used` bytes at its peak.
+fn with_memory(v: &mut Value, budget: u64, used: u64) {
+    v["format"] = json!(3);
+    v["memory"] = json!({
+        "budget_bytes": budget, "limit_bytes": budget + 11 * MIB,
+        "enforcement": "memory cgroup v2, memory.max of this run (/sys/fs/cgroup/kvtb)",
+        "driver_rss_bytes": 11 * MIB, "uses_os_page_cache": false
+    });
+    for p in v["phases"].as_array_mut().unwrap() {
+        p["memory"] = json!({
+            "peak_rss_bytes": used + 11 * MIB, "mean_rss_bytes": used + 11 * MIB,
+            "peak_page_cache_bytes": 0, "end_page_cache_bytes": 0, "peak_used_bytes": used,
+            "used_over_budget": used as f64 / budget as f64
+        });
+    }
+}
+
+/// Every run result under `dir`, recursively.
+fn run_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            run_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+}
+
+/// The lines of `md` from the heading `from` to the next heading of that level.
+fn section<'a>(md: &'a str, from: &str) -> &'a str {
+    let start = md
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in:\n{md}"));
+    let rest = &md[start + from.len()..];
+    let end = rest.find("\n## ").map(|e| e + 1).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn line_of<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starting {start:?} in:\n{text}"))
+}
+
+/// RocksDB over its budget on YCSB A uniform (and the fastest there), every other
+/// run within its budget: each comparison with RocksDB on A uniform reads "not
+/// compared", RocksDB is flagged and not starred; A zipfian and E uniform keep their
+/// verdicts.
+#[test]
+fn an_engine_over_budget_is_not_compared_and_a_pair_within_budget_is() {
+    let tmp = TempDir::new("budget");
+    let dir = tmp.0.join("run");
+    fixture(&dir);
+    let mut files = Vec::new();
+    for part in ["ycsb", "production", "itemsize", "batch"] {
+        run_files(&dir.join(part), &mut files);
+    }
+    for f in &files {
+        let mut v = read_json(f);
+        with_memory(&mut v, 163 * MIB, 150 * MIB);
+        write_json(f, &v);
+    }
+    let over = dir.join("ycsb/a-uniform/rocksdb.json");
+    let mut v = read_json(&over);
+    with_memory(&mut v, 163 * MIB, 412 * MIB);
+    run_phase(&mut v)["throughput_ops_sec"] = json!(10_000_000.0);
+    write_json(&over, &v);
+    analysis::paper::render_paper(&dir, None, None).unwrap();
+    let md = std::fs::read_to_string(dir.join("paper-repro.md")).unwrap();
+    let flag = "over budget: 412.0 MiB of 163.0 MiB";
+    let not_compared = "not compared: rocksdb over budget (412.0 MiB of 163.0 MiB)";
+
+    // Fig. 5, A uniform: not compared, the ratio flagged, RocksDB flagged, not bold
+    let fig5 = section(&md, "## Fig. 5: YCSB A-F, uniform");
+    let a = line_of(fig5, "| A |");
+    assert!(a.contains(not_compared), "{a}");
+    assert!(a.contains("x [over budget] |"), "{a}");
+    assert!(
+        a.contains("10.00M (") && a.contains(&format!("[{flag}]")),
+        "{a}"
+    );
+    assert!(!a.contains("**10.00M"), "{a}");
+    assert!(
+        a.contains("**"),
+        "another engine is the best of the row: {a}"
+    );
+    let e = line_of(fig5, "| E |");
+    assert!(!e.contains("not compared"), "{e}");
+    assert!(fig5.contains(
+        "**Memory:** rocksdb over budget (412.0 MiB of 163.0 MiB): shown flagged, 1 comparison \
+         not compared."
+    ));
+    // Fig. 8, A zipfian: both within budget, a verdict by the ratio rule
+    let fig8 = section(&md, "## Fig. 8: YCSB A-F, zipfian");
+    let a = line_of(fig8, "| A |");
+    assert!(
+        !a.contains("not compared") && !a.contains("over budget"),
+        "{a}"
+    );
+    assert!(
+        [
+            "| holds |",
+            "| order holds, ratio off |",
+            "| does not hold |"
+        ]
+        .iter()
+        .any(|v| a.ends_with(v)),
+        "{a}"
+    );
+    assert!(fig8.contains("**Memory:** every engine compared held within 110% of its budget."));
+    // Table 5: A uniform not compared, A zipfian judged
+    let t5 = section(&md, "## Table 5: tail latency on YCSB A");
+    for stat in ["p99", "max"] {
+        assert!(line_of(t5, &format!("| a-uniform | {stat} |")).contains(not_compared));
+        assert!(!line_of(t5, &format!("| a-zipfian | {stat} |")).contains("not compared"));
+    }
+    assert!(line_of(t5, "| a-uniform | rocksdb [").contains(flag));
+    // Figs. 3 and 4 (A uniform) not compared; Fig. 7 (E uniform) judged
+    let summary = section(&md, "## Summary");
+    let fig3 = line_of(summary, "| Fig. 3:");
+    assert!(fig3.contains(not_compared), "{fig3}");
+    assert!(line_of(summary, "| Fig. 4:").contains(not_compared));
+    assert!(!line_of(summary, "| Fig. 7:").contains("not compared"));
+    assert!(line_of(summary, "| Fig. 5:").ends_with("; 1 not compared (over budget) |"));
+    let fig8 = line_of(summary, "| Fig. 8:");
+    assert!(
+        !fig8.contains("not compared") && !fig8.contains("memory"),
+        "{fig8}"
+    );
+    // schema 3 files: no "memory not measured" note but in the rule and for recovery
+    assert_eq!(
+        md.matches("memory not measured (results before schema 3)")
+            .count(),
+        1
+    );
+    assert!(md.contains("not measured (recovery results carry no memory figures)"));
+    // the memory table, in paper-repro.md and README.md
+    for text in [
+        md.clone(),
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+    ] {
+        let mem = section(&text, "## Memory\n");
+        let row = line_of(mem, "| a-uniform | rocksdb |");
+        assert!(
+            row.starts_with(
+                "| a-uniform | rocksdb | 163.0 MiB | 412.0 MiB | 0 B | 2.53 | cgroup |"
+            ),
+            "{row}"
+        );
+        assert!(row.ends_with(&format!("| **{flag}** |")), "{row}");
+        let row = line_of(mem, "| a-zipfian | kvell |");
+        assert!(row.contains("| 150.0 MiB | 0 B | 0.92 | cgroup |"), "{row}");
+        assert!(row.ends_with("| within budget |"), "{row}");
+    }
 }

@@ -15,7 +15,7 @@ pub(crate) fn caption_for(ds: &Dataset, groups: &[&Group]) -> Vec<String> {
         out.push("Warning: the results come from different machines.".into());
     }
     for g in groups {
-        if let Some(e) = g.runs.first() {
+        if let Some(e) = g.describing() {
             let prefix = if g.label != e.run.workload_name() {
                 format!("Workload [{}]: ", g.label)
             } else {

@@ -2,7 +2,7 @@
 //!
 //! Primitives first (style, axis, frame, legend, render; bars, lines, tables and
 //! figures of panels), then the charts of a result directory (throughput, latency,
-//! timeline, CPU, CDF) and `results::render_all`, which draws them. The paper's
+//! timeline, memory, CPU, CDF) and `results::render_all`, which draws them. The paper's
 //! figures are built from the same primitives.
 
 pub(crate) mod axis;
@@ -15,6 +15,7 @@ pub(crate) mod frame;
 pub(crate) mod latency;
 pub(crate) mod legend;
 pub(crate) mod lines;
+pub(crate) mod memory;
 pub(crate) mod render;
 pub(crate) mod results;
 pub(crate) mod style;

@@ -1,9 +1,11 @@
 //! The charts of a result directory (`kvtb-report charts`): throughput of every
-//! group, then latency, timeline, CPU and latency CDF of each group.
+//! group, then latency, timeline, memory (where the files have its samples), CPU and
+//! latency CDF of each group.
 
 use super::cdf::{Cdf, engine_cdf};
 use super::cpu::Cpu;
 use super::latency::Latency;
+use super::memory::{Memory, has_samples};
 use super::render::{Rendered, render};
 use super::style::fonts;
 use super::throughput::Throughput;
@@ -73,6 +75,16 @@ pub(crate) fn render_all(
             files: render(&Timeline { ds, group: g }, dir, &s)?,
             stem: s,
         });
+        if has_samples(g) {
+            let s = stem("memory", g);
+            out.push(Rendered {
+                title: format!("Memory over time, {}", g.label),
+                caption: "Memory each engine used (resident memory beyond the driver's own                           plus the OS page cache of its files; page cache dashed) against its                           budget, across the load, warm-up and run phases; right: its cache                           hit ratio."
+                    .into(),
+                files: render(&Memory { ds, group: g }, dir, &s)?,
+                stem: s,
+            });
+        }
         let s = stem("cpu", g);
         out.push(Rendered {
             title: format!("CPU, {}", g.label),

@@ -7,6 +7,7 @@ use super::frame::frame;
 use super::legend::{Swatch, fills, legend_row};
 use super::render::Chart;
 use super::style::{LOAD_COLOUR, RUN_COLOUR};
+use crate::budget;
 use crate::dataset::{Dataset, Group};
 use crate::error::Result;
 use plotters::coord::Shift;
@@ -24,7 +25,11 @@ impl Throughput<'_> {
         let mut marks = Vec::new();
         for (gi, g) in self.ds.groups.iter().enumerate() {
             for e in &g.runs {
-                categories.push((e.label.clone(), gi));
+                let label = match budget::over(&e.run) {
+                    Some(_) => format!("{} (over budget)", e.label),
+                    None => e.label.clone(),
+                };
+                categories.push((label, gi));
                 marks.push(
                     e.run
                         .run()

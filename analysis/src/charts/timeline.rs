@@ -7,6 +7,7 @@ use super::frame::frame;
 use super::legend::{Swatch, legend_box};
 use super::render::{Chart, de};
 use super::style::{H, STALL_COLOUR, W, bold, engine_colour, font};
+use crate::budget;
 use crate::dataset::{Dataset, Entry, Group};
 use crate::error::Result;
 use crate::model::Phase;
@@ -95,7 +96,7 @@ impl Timeline<'_> {
         let mut chart = ChartBuilder::on(&area)
             .caption(
                 format!(
-                    "{}: {} sample{}, run average {} ops/s{}",
+                    "{}: {} sample{}, run average {} ops/s{}{}",
                     e.label,
                     ts.len(),
                     if ts.len() == 1 { "" } else { "s" },
@@ -104,6 +105,10 @@ impl Timeline<'_> {
                         " (too short a run for a timeline: see --duration)"
                     } else {
                         ""
+                    },
+                    match budget::over(&e.run) {
+                        Some(o) => format!(" [{}]", o.flag()),
+                        None => String::new(),
                     }
                 ),
                 bold(16),

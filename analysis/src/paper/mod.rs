@@ -5,7 +5,8 @@
 //! draws every figure of [`figures`] and writes `README.md` and `paper-repro.md` from
 //! the figures' sections. Each figure owns its chart, its table and its verdict; the
 //! pieces they share sit below them: the chart sink and captions (`chart`), shared
-//! panels, the markdown writer, the likely reasons, the verdict rules, number
+//! panels, the markdown writer, the likely reasons, the verdict rules (and the memory
+//! rule: verdicts only between engines within their budget), the memory table, number
 //! formats and the metrics read off the result files.
 
 mod chart;
@@ -13,6 +14,8 @@ mod figures;
 mod format;
 mod load;
 mod markdown;
+mod memory_rule;
+mod memory_table;
 mod metrics;
 mod panels;
 mod readme;

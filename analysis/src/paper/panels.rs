@@ -4,9 +4,10 @@
 use super::format::pct;
 use super::metrics::{ceiling, median_data_bytes, tput};
 use super::run::{PaperRun, entry, stem};
+use crate::budget;
 use crate::charts::bars::Bars;
 use crate::charts::legend::{Swatch, fills};
-use crate::charts::style::engine_colour;
+use crate::charts::style::{STALL_COLOUR, engine_colour};
 use crate::dataset::Group;
 use crate::model::Recovery;
 use crate::text::{human_bytes, human_count};
@@ -35,9 +36,15 @@ pub(crate) fn throughput_bars(
             let (c, f) = r.map(ceiling).unwrap_or((None, None));
             v.push(t);
             m.push(c);
-            n.push(t.map(|t| match f {
-                Some(f) => format!("{} {}", human_count(t), pct(f)),
-                None => human_count(t),
+            n.push(t.map(|t| {
+                let label = match f {
+                    Some(f) => format!("{} {}", human_count(t), pct(f)),
+                    None => human_count(t),
+                };
+                match r.and_then(budget::over) {
+                    Some(_) => format!("{label} OVER"),
+                    None => label,
+                }
             }));
         }
         values.push(v);
@@ -62,6 +69,16 @@ pub(crate) fn throughput_bars(
         .map(|e| (run.engine_label(e), engine_colour(&run.ds, e)))
         .collect();
     let mut legend = fills(&series);
+    let over = gs
+        .iter()
+        .flat_map(|g| &g.runs)
+        .any(|e| budget::over(&e.run).is_some());
+    if over {
+        legend.push((
+            "OVER: over its memory budget, left out of the verdicts".into(),
+            Swatch::Cross(STALL_COLOUR),
+        ));
+    }
     if marks.iter().flatten().any(Option::is_some) {
         legend.push((
             "device ceiling of the run's I/O mix (label: % reached)".into(),

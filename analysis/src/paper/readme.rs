@@ -3,6 +3,7 @@
 
 use super::chart::PaperChart;
 use super::markdown::{header, relative_link};
+use super::memory_table::memory_section;
 use super::run::PaperRun;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -28,6 +29,7 @@ pub(crate) fn readme(
         relative_link(&run.dir.join("README.md"), md)
     );
     header(&mut s, run);
+    memory_section(&mut s, run);
     s.push_str("## Charts\n\n");
     for c in charts {
         let _ = writeln!(s, "### {}: {}\n", c.figure, c.chart.title);

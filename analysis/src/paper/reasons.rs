@@ -5,6 +5,7 @@ use super::format::{human_us, pct};
 use super::metrics::{best_point, cache_hit_ratio, ceiling, cpu_fraction};
 use super::reference as paper;
 use super::run::PaperRun;
+use crate::budget;
 use crate::dataset::Entry;
 use crate::text::{human_bytes, human_count};
 use std::fmt::Write as _;
@@ -37,6 +38,23 @@ pub(crate) fn engine_facts(run: &PaperRun, e: &Entry) -> String {
                 ""
             }
         ));
+    }
+    if let Some(m) = budget::peak_phase(r) {
+        parts.push(match (r.memory.budget_bytes, budget::over(r)) {
+            (_, Some(o)) => o.flag(),
+            (Some(b), None) => format!(
+                "held {} of its {} memory budget ({}, of it {} OS page cache)",
+                human_bytes(m.peak_used_bytes),
+                human_bytes(b),
+                budget::bound(r),
+                human_bytes(m.peak_page_cache_bytes)
+            ),
+            (None, None) => format!(
+                "held {} (no memory budget; of it {} OS page cache)",
+                human_bytes(m.peak_used_bytes),
+                human_bytes(m.peak_page_cache_bytes)
+            ),
+        });
     }
     if let Some(p) = r.run() {
         if let Some(st) = p.counter_delta("stall_micros").filter(|x| *x > 0) {

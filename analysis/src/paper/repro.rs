@@ -1,10 +1,13 @@
-//! `paper-repro.md`: the header, how the verdicts are decided, the summary, then
+//! `paper-repro.md`: the header, how the verdicts are decided (the memory rule
+//! among them), the summary, what each engine held against its memory budget, then
 //! figure by figure the paper's claim, our command and number, the ratio between
 //! engines next to the paper's, and the verdict; last what was skipped.
 
 use super::chart::PaperChart;
 use super::figures::FIGURES;
 use super::markdown::{Summary, header};
+use super::memory_rule::rule_text;
+use super::memory_table::memory_section;
 use super::reference as paper;
 use super::run::PaperRun;
 use super::verdict::RATIO_FACTOR;
@@ -36,7 +39,7 @@ pub(crate) fn paper_repro(
         paper::SOURCE
     );
     header(&mut s, run);
-    let _ = writeln!(
+    let _ = write!(
         s,
         "## How the verdicts are decided\n\n\
          - **Ratio rule** (most figures): the ratio between two engines here (e.g. \
@@ -51,11 +54,14 @@ pub(crate) fn paper_repro(
          engine's durability class, CPU and disk busy, the fraction of the device ceiling \
          and the cache hit ratio.\n"
     );
+    s.push_str(&rule_text());
+    s.push('\n');
     s.push_str("## Summary\n\n| figure | verdict |\n| --- | --- |\n");
     for r in &summary {
         let _ = writeln!(s, "| {} | {} |", r.what, r.verdict);
     }
     s.push('\n');
+    memory_section(&mut s, run);
     s.push_str(&body);
     let notes: Vec<&String> = run.notes.iter().chain(chart_notes).collect();
     if !notes.is_empty() {

@@ -14,15 +14,24 @@ pub enum Verdict {
     OrderOnly,
     DoesNotHold,
     NotComparable,
+    /// An engine of the comparison went over its memory budget: no verdict (the
+    /// memory rule, `memory_rule.rs`).
+    NotCompared,
 }
 
 impl Verdict {
+    /// Whether a verdict was reached (no number missing, no engine over budget).
+    pub fn judged(self) -> bool {
+        !matches!(self, Verdict::NotComparable | Verdict::NotCompared)
+    }
+
     pub fn text(self) -> &'static str {
         match self {
             Verdict::Holds => "holds",
             Verdict::OrderOnly => "order holds, ratio off",
             Verdict::DoesNotHold => "does not hold",
             Verdict::NotComparable => "not comparable",
+            Verdict::NotCompared => "not compared",
         }
     }
 }

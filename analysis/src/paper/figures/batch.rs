@@ -1,5 +1,6 @@
 //! KVell's batch size against average latency and throughput.
 
+use crate::budget::flagged;
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::lines::{Line, Lines};
 use crate::charts::style::{H, W, engine_colour};
@@ -9,6 +10,7 @@ use crate::model::RunFile;
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of};
 use crate::paper::format::{fx, human_us, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, cpu_fraction, mean_latency_us, tput};
 use crate::paper::reasons::machine_facts;
 use crate::paper::reference as paper;
@@ -148,7 +150,8 @@ pub(super) fn write(
     for (b, r) in &pts {
         let _ = writeln!(
             s,
-            "| {b} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
+            flagged(b.to_string(), r),
             opt(r.engine.setting_f64("queue_depth"), |x| format!("{x:.0}")),
             r.driving
                 .queue_depth
@@ -167,7 +170,13 @@ pub(super) fn write(
     };
     let pr = paper::BATCH_LATENCY_US[1].1 / paper::BATCH_LATENCY_US[0].1;
     let ours = ratio(lat(64), lat(32));
-    let v = ratio_verdict(ours, pr);
+    let at = |b: u64| {
+        run.group(&format!("batch/{b}"))
+            .and_then(|g| entry(g, "kvell"))
+    };
+    let mut gates = Gates::default();
+    let gate = gates.add(Gate::of(&[at(64), at(32)]));
+    let v = gate.verdict(|| ratio_verdict(ours, pr));
     let f32 = pts
         .iter()
         .find(|(x, _)| *x == 32)
@@ -177,12 +186,13 @@ pub(super) fn write(
         "**Shape:** ratio rule on the average latency at batch 64 over batch 32: {} here \
          against {pr:.2}x -> **{}**. Batch 32 reaches {} of the device ceiling here (paper: {} \
          of the bandwidth).\n",
-        fx(ours),
-        v.text(),
+        gate.ratio(fx(ours)),
+        gate.text(v),
         opt(f32, pct),
         pct(paper::BATCH32_BANDWIDTH_FRACTION)
     );
-    if v != Verdict::Holds && v != Verdict::NotComparable {
+    gates.line(s);
+    if v != Verdict::Holds && v.judged() {
         s.push_str("Likely reasons, from the files:\n\n");
         for f in machine_facts(run) {
             let _ = writeln!(s, "- {f}");
@@ -201,7 +211,12 @@ pub(super) fn write(
     }
     summary.push(Summary {
         what: "Batch: latency 64/32".into(),
-        verdict: format!("{} ({} vs {pr:.2}x)", v.text(), fx(ours)),
+        verdict: format!(
+            "{} ({} vs {pr:.2}x){}",
+            v.text(),
+            gate.ratio(fx(ours)),
+            gates.summary_note()
+        ),
     });
     images(s, &charts_of(charts, "Batch"), link);
 }

@@ -1,17 +1,19 @@
 //! What the paper could not show: the WAL engine against KVell (write amplification,
 //! recovery), and CPU microseconds per request on every workload.
 
+use crate::budget::{contends, flagged};
 use crate::charts::bars::Bars;
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
 use crate::charts::style::{H, W, engine_colour};
-use crate::dataset::Group;
+use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{
     Charts, PaperChart, caption, commands_of, durability_line, group_commands,
 };
-use crate::paper::format::{fx, opt};
+use crate::paper::format::fx;
 use crate::paper::markdown::{Summary, engine_table_head, images};
+use crate::paper::memory_rule::Gate;
 use crate::paper::metrics::median_data_bytes;
 use crate::paper::panels::recovery_bars;
 use crate::paper::run::{DISTS, PaperRun, entry, stem};
@@ -223,13 +225,18 @@ pub(super) fn write(
             let wa = |e: &str| {
                 entry(g, e).and_then(|x| x.run.run()?.device.as_ref()?.write_amplification)
             };
+            let cell = |e: &str| match (wa(e), entry(g, e)) {
+                (Some(x), Some(en)) => flagged(format!("{x:.2}"), &en.run),
+                _ => "N/A".into(),
+            };
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} |",
                 g.label,
-                opt(wa("kvell"), |x| format!("{x:.2}")),
-                opt(wa("wal"), |x| format!("{x:.2}")),
-                fx(ratio(wa("wal"), wa("kvell")))
+                cell("kvell"),
+                cell("wal"),
+                Gate::of(&[entry(g, "wal"), entry(g, "kvell")])
+                    .ratio(fx(ratio(wa("wal"), wa("kvell"))))
             );
         }
         s.push('\n');
@@ -278,22 +285,35 @@ pub(super) fn write(
     );
     engine_table_head(s, run, "workload", "---", &engines, &[]);
     for g in &gs {
-        let vals: Vec<Option<f64>> = engines
+        let vals: Vec<(Option<f64>, Option<&Entry>)> = engines
             .iter()
-            .map(|e| entry(g, e).and_then(|x| x.run.run().map(|p| p.cpu_us_per_op)))
+            .map(|e| {
+                let x = entry(g, e);
+                (x.and_then(|x| x.run.run().map(|p| p.cpu_us_per_op)), x)
+            })
             .collect();
-        let best = vals.iter().flatten().copied().reduce(f64::min);
+        // the lowest among the engines that count (within budget, not null)
+        let counted: Vec<f64> = vals
+            .iter()
+            .filter(|(_, x)| x.is_some_and(|x| contends(&x.run)))
+            .filter_map(|(v, _)| *v)
+            .collect();
+        let best = counted.iter().copied().reduce(f64::min);
         let _ = write!(s, "| {} |", g.label);
-        for v in vals {
-            let _ = write!(
-                s,
-                " {} |",
-                match v {
-                    Some(x) if Some(x) == best && engines.len() > 1 => format!("**{}**", num(x)),
-                    Some(x) => num(x),
-                    None => "N/A".into(),
+        for (v, x) in vals {
+            let counts = x.is_some_and(|x| contends(&x.run));
+            let text = match v {
+                Some(v) if counts && Some(v) == best && counted.len() > 1 => {
+                    format!("**{}**", num(v))
                 }
-            );
+                Some(v) => num(v),
+                None => "N/A".into(),
+            };
+            let text = match x {
+                Some(x) if v.is_some() => flagged(text, &x.run),
+                _ => text,
+            };
+            let _ = write!(s, " {text} |");
         }
         s.push('\n');
     }

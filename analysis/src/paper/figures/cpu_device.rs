@@ -1,6 +1,7 @@
 //! Fig. 3: CPU and device utilisation over time on YCSB A uniform: RocksDB runs out
 //! of CPU, KVell keeps the drive busy.
 
+use crate::budget::flagged;
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::lines::{Line, Lines};
 use crate::charts::style::{W, engine_colour};
@@ -9,6 +10,7 @@ use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, cpu_fraction, tput};
 use crate::paper::reasons::reasons;
 use crate::paper::run::{PaperRun, entry};
@@ -151,7 +153,8 @@ pub(super) fn write(
         facts.push((name, cpu, dev));
         let _ = writeln!(
             s,
-            "| {name} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
+            flagged(name.to_string(), &e.run),
             run.durability(name),
             opt(tput(&e.run), ops_s),
             opt(cpu, pct),
@@ -161,7 +164,9 @@ pub(super) fn write(
     }
     s.push('\n');
     let get = |n: &str| facts.iter().find(|f| f.0 == n).copied();
-    let v = match (get("rocksdb"), get("kvell")) {
+    let mut gates = Gates::default();
+    let gate = gates.add(Gate::of(&[entry(g, "rocksdb"), entry(g, "kvell")]));
+    let v = gate.verdict(|| match (get("rocksdb"), get("kvell")) {
         (Some((_, Some(rc), Some(rd))), Some((_, _, Some(kd)))) => {
             if rc > rd && kd >= rd {
                 Verdict::Holds
@@ -170,13 +175,14 @@ pub(super) fn write(
             }
         }
         _ => Verdict::NotComparable,
-    };
+    });
     let _ = writeln!(
         s,
         "**Shape:** rule: RocksDB's CPU busy share is above its disk busy share, and KVell \
          keeps the disk at least as busy as RocksDB does -> **{}**.\n",
-        v.text()
+        gate.text(v)
     );
+    gates.line(s);
     if v == Verdict::DoesNotHold {
         let es: Vec<&Entry> = ["rocksdb", "kvell"]
             .iter()
@@ -186,7 +192,7 @@ pub(super) fn write(
     }
     summary.push(Summary {
         what: "Fig. 3: RocksDB CPU-bound, KVell disk-bound".into(),
-        verdict: v.text().into(),
+        verdict: format!("{}{}", gate.text(v), gates.summary_note()),
     });
     images(s, &charts_of(charts, "Fig. 3"), link);
 }

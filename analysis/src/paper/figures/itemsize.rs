@@ -1,13 +1,15 @@
 //! Fig. 10: item size on YCSB E: KVell about flat, RocksDB falling.
 
+use crate::budget::flagged;
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::lines::{Line, Lines};
 use crate::charts::style::{H, W, engine_colour};
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
-use crate::paper::format::{fx, ops_s, opt};
+use crate::paper::format::{fx, ops_s};
 use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::scans_per_s;
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;
@@ -119,19 +121,33 @@ pub(super) fn write(
         &[("RocksDB/KVell", "---:")],
     );
     let sc = |g: &Group, e: &str| entry(g, e).and_then(|x| scans_per_s(&x.run));
+    let gate_of = |g: &Group| Gate::of(&[entry(g, "rocksdb"), entry(g, "kvell")]);
     for (b, g) in &gs {
         let _ = write!(s, "| {} |", human_bytes(*b));
         for e in &engines {
-            let _ = write!(s, " {} |", opt(sc(g, e), ops_s));
+            let cell =
+                entry(g, e).and_then(|x| scans_per_s(&x.run).map(|v| flagged(ops_s(v), &x.run)));
+            let _ = write!(s, " {} |", cell.unwrap_or_else(|| "N/A".into()));
         }
-        let _ = writeln!(s, " {} |", fx(ratio(sc(g, "rocksdb"), sc(g, "kvell"))));
+        let _ = writeln!(
+            s,
+            " {} |",
+            gate_of(g).ratio(fx(ratio(sc(g, "rocksdb"), sc(g, "kvell"))))
+        );
     }
     s.push('\n');
     let (lo, hi) = (gs[0], gs[gs.len() - 1]);
     let p_lo = paper::ITEMSIZE_ROCKSDB_KSCANS[0].1 / paper::ITEMSIZE_KVELL_KSCANS;
     let p_hi = paper::ITEMSIZE_ROCKSDB_KSCANS[1].1 / paper::ITEMSIZE_KVELL_KSCANS;
-    let v_lo = ratio_verdict(ratio(sc(lo.1, "rocksdb"), sc(lo.1, "kvell")), p_lo);
-    let v_hi = ratio_verdict(ratio(sc(hi.1, "rocksdb"), sc(hi.1, "kvell")), p_hi);
+    let mut gates = Gates::default();
+    let g_lo = gates.add(gate_of(lo.1));
+    let g_hi = if hi.0 == lo.0 {
+        g_lo.clone()
+    } else {
+        gates.add(gate_of(hi.1))
+    };
+    let v_lo = g_lo.verdict(|| ratio_verdict(ratio(sc(lo.1, "rocksdb"), sc(lo.1, "kvell")), p_lo));
+    let v_hi = g_hi.verdict(|| ratio_verdict(ratio(sc(hi.1, "rocksdb"), sc(hi.1, "kvell")), p_hi));
     let kv: Vec<f64> = gs.iter().filter_map(|(_, g)| sc(g, "kvell")).collect();
     let flat = if kv.len() >= 2 {
         let mx = kv.iter().copied().fold(0.0, f64::max);
@@ -141,6 +157,7 @@ pub(super) fn write(
         None
     };
     let v = match (v_lo, v_hi) {
+        (Verdict::NotCompared, _) | (_, Verdict::NotCompared) => Verdict::NotCompared,
         (Verdict::Holds, Verdict::Holds) => Verdict::Holds,
         (Verdict::NotComparable, _) | (_, Verdict::NotComparable) => Verdict::NotComparable,
         (Verdict::DoesNotHold, _) | (_, Verdict::DoesNotHold) => Verdict::DoesNotHold,
@@ -152,13 +169,14 @@ pub(super) fn write(
          ({}: {}) item size against the paper's {p_lo:.2}x and {p_hi:.2}x -> **{}**. KVell's \
          spread across sizes (max/min): {} (paper: about 1).\n",
         human_bytes(lo.0),
-        v_lo.text(),
+        g_lo.text(v_lo),
         human_bytes(hi.0),
-        v_hi.text(),
+        g_hi.text(v_hi),
         v.text(),
         fx(flat)
     );
-    if v != Verdict::Holds && v != Verdict::NotComparable {
+    gates.line(s);
+    if v != Verdict::Holds && v.judged() {
         let es: Vec<&Entry> = [lo.1, hi.1]
             .iter()
             .flat_map(|g| ["kvell", "rocksdb"].into_iter().filter_map(|n| entry(g, n)))
@@ -167,7 +185,7 @@ pub(super) fn write(
     }
     summary.push(Summary {
         what: "Fig. 10: item size, RocksDB/KVell at both ends".into(),
-        verdict: v.text().into(),
+        verdict: format!("{}{}", v.text(), gates.summary_note()),
     });
     images(s, &charts_of(charts, "Fig. 10"), link);
 }

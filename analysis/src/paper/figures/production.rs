@@ -1,5 +1,6 @@
 //! Fig. 9: the production workloads, KVell ahead of RocksDB.
 
+use crate::budget::flagged;
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::style::{H, W};
 use crate::dataset::{Entry, Group};
@@ -7,6 +8,7 @@ use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, tput};
 use crate::paper::panels::throughput_bars;
 use crate::paper::reasons::reasons;
@@ -75,7 +77,7 @@ pub(super) fn write(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
                 g.label,
-                e.label,
+                flagged(e.label.clone(), &e.run),
                 run.durability(&e.label),
                 opt(tput(&e.run), ops_s),
                 opt(ceiling(&e.run).1, pct),
@@ -85,26 +87,29 @@ pub(super) fn write(
     }
     s.push('\n');
     let mut verdicts = Vec::new();
+    let mut gates = Gates::default();
     for g in &gs {
         let r = ratio(
             entry(g, "kvell").and_then(|e| tput(&e.run)),
             entry(g, "rocksdb").and_then(|e| tput(&e.run)),
         );
-        let v = match r {
+        let gate = gates.add(Gate::of(&[entry(g, "kvell"), entry(g, "rocksdb")]));
+        let v = gate.verdict(|| match r {
             None => Verdict::NotComparable,
             Some(x) if x > 1.0 => Verdict::Holds,
             Some(_) => Verdict::DoesNotHold,
-        };
+        });
         verdicts.push(v);
         let _ = writeln!(
             s,
             "- {}: KVell/RocksDB {} -> **{}**",
             g.label,
-            fx(r),
-            v.text()
+            gate.ratio(fx(r)),
+            gate.text(v)
         );
     }
     s.push_str("\n**Shape:** rule: KVell/RocksDB above 1 on each workload.\n\n");
+    gates.line(s);
     if verdicts.contains(&Verdict::DoesNotHold) {
         let es: Vec<&Entry> = gs
             .iter()
@@ -113,9 +118,13 @@ pub(super) fn write(
         reasons(s, run, &es);
     }
     let held = verdicts.iter().filter(|v| **v == Verdict::Holds).count();
+    let compared = verdicts
+        .iter()
+        .filter(|v| **v != Verdict::NotCompared)
+        .count();
     summary.push(Summary {
         what: "Fig. 9: production, KVell ahead of RocksDB".into(),
-        verdict: format!("holds on {held} of {}", verdicts.len()),
+        verdict: format!("holds on {held} of {compared}{}", gates.summary_note()),
     });
     images(s, &charts_of(charts, "Fig. 9"), link);
 }

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of, durability_line};
 use crate::paper::format::fx;
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates, RECOVERY_NOT_MEASURED};
 use crate::paper::metrics::{median, median_data_bytes};
 use crate::paper::panels::recovery_bars;
 use crate::paper::reasons::machine_facts;
@@ -127,6 +128,10 @@ pub(super) fn write(
         fx(ours),
         v.text()
     );
+    // recovery results carry no memory figures: never known to be within a budget
+    let mut gates = Gates::default();
+    gates.add(Gate::Unknown(RECOVERY_NOT_MEASURED));
+    gates.line(s);
     if v != Verdict::Holds && v != Verdict::NotComparable {
         s.push_str("Likely reasons, from the files:\n\n");
         for f in machine_facts(run) {
@@ -150,7 +155,12 @@ pub(super) fn write(
     }
     summary.push(Summary {
         what: "Recovery: RocksDB/KVell".into(),
-        verdict: format!("{} ({} vs {pr:.2}x)", v.text(), fx(ours)),
+        verdict: format!(
+            "{} ({} vs {pr:.2}x){}",
+            v.text(),
+            fx(ours),
+            gates.summary_note()
+        ),
     });
     images(s, &charts_of(charts, "Recovery"), link);
 }

@@ -1,5 +1,6 @@
 //! Table 5: p99 and maximum latency on YCSB A, and the latency CDFs.
 
+use crate::budget::flagged;
 use crate::charts::bars::Bars;
 use crate::charts::cdf::{Cdf, engine_cdf};
 use crate::charts::figure::{Figure, Panel};
@@ -10,6 +11,7 @@ use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, human_us, opt};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::worst;
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;
@@ -148,7 +150,7 @@ pub(super) fn write(
                 s,
                 "| {} | {} | {} | {} | {} |",
                 g.label,
-                e.label,
+                flagged(e.label.clone(), &e.run),
                 run.durability(&e.label),
                 opt(worst(&e.run, |o| o.p99_us), human_us),
                 opt(worst(&e.run, |o| o.max_us), human_us)
@@ -158,7 +160,9 @@ pub(super) fn write(
     s.push('\n');
     s.push_str("| workload | statistic | RocksDB/KVell here | paper | verdict |\n| --- | --- | ---: | ---: | --- |\n");
     let mut verdicts = Vec::new();
+    let mut gates = Gates::default();
     for g in &gs {
+        let gate = gates.add(Gate::of(&[entry(g, "rocksdb"), entry(g, "kvell")]));
         for (stat, f, pr) in [
             (
                 "p99",
@@ -175,25 +179,29 @@ pub(super) fn write(
                 entry(g, "rocksdb").and_then(|e| worst(&e.run, f)),
                 entry(g, "kvell").and_then(|e| worst(&e.run, f)),
             );
-            let v = ratio_verdict(ours, pr);
+            let v = gate.verdict(|| ratio_verdict(ours, pr));
             verdicts.push(v);
             let _ = writeln!(
                 s,
                 "| {} | {stat} | {} | {pr:.2}x | {} |",
                 g.label,
-                fx(ours),
-                v.text()
+                gate.ratio(fx(ours)),
+                gate.text(v)
             );
         }
     }
     s.push('\n');
     let held = verdicts.iter().filter(|v| **v == Verdict::Holds).count();
+    let compared = verdicts
+        .iter()
+        .filter(|v| **v != Verdict::NotCompared)
+        .count();
     let _ = writeln!(
         s,
-        "**Shape:** ratio rule on RocksDB/KVell latency: holds on {held} of {} comparisons.\n",
-        verdicts.len()
+        "**Shape:** ratio rule on RocksDB/KVell latency: holds on {held} of {compared} comparisons.\n"
     );
-    if held < verdicts.len() {
+    gates.line(s);
+    if held < compared {
         let es: Vec<&Entry> = gs
             .iter()
             .flat_map(|g| ["kvell", "rocksdb"].into_iter().filter_map(|n| entry(g, n)))
@@ -222,7 +230,7 @@ pub(super) fn write(
     }
     summary.push(Summary {
         what: "Table 5: p99 and max latency, RocksDB/KVell".into(),
-        verdict: format!("holds on {held} of {}", verdicts.len()),
+        verdict: format!("holds on {held} of {compared}{}", gates.summary_note()),
     });
     images(s, &charts_of(charts, "Table 5"), link);
 }

@@ -1,12 +1,14 @@
 //! Figs. 4 and 7: throughput over time on YCSB A and E uniform: KVell steadier than
 //! RocksDB.
 
+use crate::budget::flagged;
 use crate::charts::timeline::Timeline;
 use crate::dataset::Entry;
 use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, group_commands};
 use crate::paper::format::{ops_s, opt};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{steadiness, tput};
 use crate::paper::reasons::reasons;
 use crate::paper::run::{PaperRun, entry};
@@ -87,7 +89,7 @@ pub(super) fn write(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                e.label,
+                flagged(e.label.clone(), &e.run),
                 run.durability(&e.label),
                 opt(tput(&e.run), ops_s),
                 opt(st.map(|x| x.0), |c| format!("{c:.2}")),
@@ -98,7 +100,9 @@ pub(super) fn write(
         s.push('\n');
         let k = entry(g, "kvell").and_then(|e| steadiness(&e.run));
         let r = entry(g, "rocksdb").and_then(|e| steadiness(&e.run));
-        let v = match (k, r) {
+        let mut gates = Gates::default();
+        let gate = gates.add(Gate::of(&[entry(g, "kvell"), entry(g, "rocksdb")]));
+        let v = gate.verdict(|| match (k, r) {
             (Some(k), Some(r)) if k.2.min(r.2) < MIN_INTERVALS => Verdict::NotComparable,
             (Some(k), Some(r)) => {
                 if k.0 < r.0 && k.1 <= r.1 {
@@ -108,14 +112,15 @@ pub(super) fn write(
                 }
             }
             _ => Verdict::NotComparable,
-        };
+        });
         let _ = writeln!(
             s,
             "**Shape:** rule: KVell's per-interval throughput varies less than RocksDB's \
              (lower coefficient of variation) and stalls no more often, judged only when both \
              runs have at least {MIN_INTERVALS} measured intervals -> **{}**.\n",
-            v.text()
+            gate.text(v)
         );
+        gates.line(s);
         if v == Verdict::DoesNotHold {
             let es: Vec<&Entry> = ["rocksdb", "kvell"]
                 .iter()
@@ -141,7 +146,7 @@ pub(super) fn write(
                 "{fig}: KVell steadier than RocksDB, YCSB {}",
                 w.to_ascii_uppercase()
             ),
-            verdict: v.text().into(),
+            verdict: format!("{}{}", gate.text(v), gates.summary_note()),
         });
         images(s, &charts_of(charts, fig), link);
     }

@@ -1,6 +1,7 @@
 //! Figs. 5 and 8: YCSB A-F throughput, uniform and zipfian keys, KVell/RocksDB
 //! against the paper's ratios.
 
+use crate::budget::{contends, flagged};
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::style::{H, W};
 use crate::dataset::{Entry, Group};
@@ -8,6 +9,7 @@ use crate::error::Result;
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
+use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, tput};
 use crate::paper::panels::throughput_bars;
 use crate::paper::reasons::reasons;
@@ -134,25 +136,33 @@ pub(super) fn write(
         let mut held = 0;
         let mut judged = 0;
         let mut failing: Vec<&Group> = Vec::new();
+        let mut gates = Gates::default();
         for g in &gs {
             let w = g.label.chars().next().unwrap_or('?');
             let _ = write!(s, "| {} |", w.to_ascii_uppercase());
-            let best = engines
+            // the best among the engines that count (within budget, not null)
+            let contenders: Vec<f64> = engines
                 .iter()
-                .filter_map(|e| entry(g, e).and_then(|x| tput(&x.run)))
-                .fold(0.0, f64::max);
+                .filter_map(|e| entry(g, e))
+                .filter(|x| contends(&x.run))
+                .filter_map(|x| tput(&x.run))
+                .collect();
+            let best = contenders.iter().copied().fold(0.0, f64::max);
             for e in &engines {
                 let cell = entry(g, e).and_then(|x| {
                     let t = tput(&x.run)?;
-                    let b = if t == best && engines.len() > 1 {
+                    let b = if t == best && contenders.len() > 1 && contends(&x.run) {
                         format!("**{}**", ops_s(t))
                     } else {
                         ops_s(t)
                     };
-                    Some(match ceiling(&x.run).1 {
-                        Some(f) => format!("{b} ({})", pct(f)),
-                        None => b,
-                    })
+                    Some(flagged(
+                        match ceiling(&x.run).1 {
+                            Some(f) => format!("{b} ({})", pct(f)),
+                            None => b,
+                        },
+                        &x.run,
+                    ))
                 });
                 let _ = write!(s, " {} |", cell.unwrap_or_else(|| "N/A".into()));
             }
@@ -164,11 +174,12 @@ pub(super) fn write(
                 .iter()
                 .find(|r| r.0 == w && r.1 == dist)
                 .map(|r| r.3 / r.2);
+            let gate = gates.add(Gate::of(&[entry(g, "kvell"), entry(g, "rocksdb")]));
             let v = match pr {
-                Some(p) => ratio_verdict(ours, p),
+                Some(p) => gate.verdict(|| ratio_verdict(ours, p)),
                 None => Verdict::NotComparable,
             };
-            if v != Verdict::NotComparable {
+            if v.judged() {
                 judged += 1;
                 if v == Verdict::Holds {
                     held += 1;
@@ -179,7 +190,7 @@ pub(super) fn write(
             let _ = writeln!(
                 s,
                 " {} | {} | {} |",
-                fx(ours),
+                gate.ratio(fx(ours)),
                 match pr {
                     Some(p) => format!("{p:.2}x"),
                     None => "no number".into(),
@@ -187,7 +198,7 @@ pub(super) fn write(
                 if pr.is_none() {
                     "no paper number".into()
                 } else {
-                    v.text().to_string()
+                    gate.text(v)
                 }
             );
         }
@@ -197,6 +208,7 @@ pub(super) fn write(
             "**Shape:** ratio rule on KVell/RocksDB per workload: holds on {held} of {judged} \
              workloads with a paper number.\n"
         );
+        gates.line(s);
         if dist == "uniform"
             && let Some(k) = run.ycsb('a', "uniform").and_then(|g| entry(g, "kvell"))
         {
@@ -231,7 +243,10 @@ pub(super) fn write(
         }
         summary.push(Summary {
             what: format!("{fig}: YCSB {dist}, KVell/RocksDB"),
-            verdict: format!("holds on {held} of {judged} workloads"),
+            verdict: format!(
+                "holds on {held} of {judged} workloads{}",
+                gates.summary_note()
+            ),
         });
         images(s, &charts_of(charts, fig), link);
     }
