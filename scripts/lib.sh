@@ -41,10 +41,12 @@ ensure_rust() {
     fi
 }
 
-# Everything the build needs from the system: a C/C++ toolchain for the -sys crates
-# and libclang for RocksDB's bindgen (librocksdb-sys).
+# Everything the build needs from the system: a C/C++ toolchain for the -sys crates,
+# libclang for the bindings of RocksDB (librocksdb-sys) and WiredTiger, and
+# WiredTiger itself (Debian's libwiredtiger-dev; without it the engine says so).
 ensure_build_deps() {
     if command -v dpkg-query >/dev/null 2>&1; then
         ensure_apt build-essential pkg-config libclang-dev
+        ensure_apt libwiredtiger-dev || say "libwiredtiger-dev could not be installed: the build goes on without WiredTiger"
     fi
 }

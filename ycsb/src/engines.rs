@@ -7,12 +7,48 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Every engine name the testbed knows, built or not.
-pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "null"];
+pub const ALL: &[&str] = &["kvell", "wal", "rocksdb", "sled", "wiredtiger", "null"];
 
 /// Whether this build of the driver includes the engine.
 pub fn is_built(name: &str) -> bool {
     matches!(name, "kvell" | "sled" | "null" | "wal")
         || (name == "rocksdb" && cfg!(feature = "rocksdb"))
+        || (name == "wiredtiger" && wiredtiger_available())
+}
+
+/// Whether the WiredTiger engine is in this build with its library.
+fn wiredtiger_available() -> bool {
+    #[cfg(feature = "wiredtiger")]
+    {
+        wiredtiger_engine::AVAILABLE
+    }
+    #[cfg(not(feature = "wiredtiger"))]
+    {
+        false
+    }
+}
+
+/// Why an engine is not in this build, in words for `ycsb engines`.
+pub fn why_not_built(name: &str) -> Option<String> {
+    if is_built(name) {
+        return None;
+    }
+    Some(match name {
+        "rocksdb" => "built without the rocksdb feature (cargo build -p ycsb --features rocksdb)".into(),
+        "wiredtiger" => {
+            #[cfg(feature = "wiredtiger")]
+            {
+                wiredtiger_engine::unavailable_reason()
+                    .unwrap_or("WiredTiger is not available")
+                    .to_string()
+            }
+            #[cfg(not(feature = "wiredtiger"))]
+            {
+                "built without the wiredtiger feature".to_string()
+            }
+        }
+        _ => "unknown".into(),
+    })
 }
 
 /// The engines this build includes.
@@ -43,6 +79,8 @@ pub fn open(name: &str, opts: &Options) -> Result<Arc<dyn Engine>> {
         "kvell" => kvell::open_engine(opts),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => rocksdb_engine::open_engine(opts),
+        #[cfg(feature = "wiredtiger")]
+        "wiredtiger" => wiredtiger_engine::open_engine(opts),
         other if ALL.contains(&other) => {
             return Err(Error::usage(format!(
                 "engine '{other}' is not part of this build yet (built: {})",

@@ -4,13 +4,9 @@ use ycsb::engines;
 
 pub(super) fn engines() {
     for e in engines::ALL {
-        println!(
-            "{e}{}",
-            if engines::is_built(e) {
-                ""
-            } else {
-                " (not in this build)"
-            }
-        );
+        match engines::why_not_built(e) {
+            None => println!("{e}"),
+            Some(why) => println!("{e} (not in this build: {why})"),
+        }
     }
 }

@@ -17,6 +17,7 @@ mod recovery;
 mod run;
 mod session;
 mod shell;
+mod table;
 mod trace;
 mod workloads;
 
@@ -71,6 +72,8 @@ enum Cmd {
     /// Read, insert, update, delete and scan single keys of an engine's store, one
     /// command a line (help for the list).
     Shell(shell::ShellArgs),
+    /// The comparison table of the run files in a directory (one per engine).
+    Table(table::TableArgs),
     /// List the engines of this build.
     Engines,
     /// Print this machine's description (CPU, memory, kernel, the disk under --data)
@@ -164,6 +167,7 @@ fn dispatch(cmd: &Cmd) -> ycsb::Result<()> {
         Cmd::Machine { data } => machine::machine(data),
         Cmd::Merge(a) => merge::merge(a),
         Cmd::Shell(a) => shell::shell(a),
+        Cmd::Table(a) => table::table(a),
         Cmd::Engines => {
             engines::engines();
             Ok(())
