@@ -290,13 +290,17 @@ fn crash_counts(out: &str) -> (u64, u64, u64) {
 #[test]
 fn clean_runs_with_many_writers_and_requests_in_flight_pass() {
     let t = Tmp::new("clean-runs");
-    for (engine, opts) in [
-        ("kvell", &["-p", "kvell.cache=4M"][..]),
+    // sled 0.34 can refuse to open after a kill in the middle of its own recovery (a
+    // snapshot left half generated; about one cycle in 300 here): the audit reports
+    // it, so a test that must pass does not kill sled's recovery.
+    for (engine, opts, recovery_kills) in [
+        ("kvell", &["-p", "kvell.cache=4M"][..], "1"),
         (
             "wal",
             &["-p", "wal.log_size=1M", "-p", "wal.checkpoint_ms=20"][..],
+            "1",
         ),
-        ("sled", &["-p", "sled.flush=every"][..]),
+        ("sled", &["-p", "sled.flush=every"][..], "0"),
     ] {
         let out = t.s(&format!("{engine}.json"));
         let mut args = vec![
@@ -312,7 +316,7 @@ fn clean_runs_with_many_writers_and_requests_in_flight_pass() {
             "--qd",
             "16",
             "--recovery-kills",
-            "1",
+            recovery_kills,
             "--kill-after-ms",
             "100,200",
             "--data",
@@ -339,7 +343,8 @@ fn clean_runs_with_many_writers_and_requests_in_flight_pass() {
         assert_eq!(j["audit"]["qd"], 16);
         assert!(j["audit"]["native_async"].is_boolean(), "{engine}: {j}");
         for c in j["cycles"].as_array().unwrap() {
-            assert!(c["recovery_kill"]["after_s"].is_number(), "{engine}: {c}");
+            let killed = c["recovery_kill"]["after_s"].is_number();
+            assert_eq!(killed, recovery_kills == "1", "{engine}: {c}");
             assert!(c["recovery_s"].as_f64().unwrap() > 0.0);
         }
         assert!(!j["commit"].as_str().unwrap().is_empty());

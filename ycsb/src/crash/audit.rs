@@ -222,10 +222,22 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
             Ok(e) => e,
             Err(e) => {
                 report.kept.push(keep::keep(&a.data, cycle, true)?);
+                let after = match &c.recovery_kill {
+                    None => String::new(),
+                    Some(k) => format!(
+                        " and the kill of a child {:.1} ms into its reopen ({})",
+                        k.after_s * 1e3,
+                        if k.during_recovery {
+                            "during recovery"
+                        } else {
+                            "after its open returned"
+                        }
+                    ),
+                };
                 report.failure = Some(Failure {
                     cycle,
                     kind: Kind::Reopen,
-                    what: format!("the engine does not reopen after the kill: {e}"),
+                    what: format!("the engine does not reopen after the kill{after}: {e}"),
                     stderr: Vec::new(),
                 });
                 return Ok(report);
