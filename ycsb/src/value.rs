@@ -1,9 +1,21 @@
-//! Values generated from the key and a version, so a read can verify what it got
-//! (`-p dataintegrity=true`) without the driver remembering what it wrote.
+//! Values generated from the key, a version and their length, so a read can verify
+//! what it got (`-p dataintegrity=true`, the durability audit) without the driver
+//! remembering what it wrote.
 //!
-//! Layout of a value of 16 bytes or more: the version (u64 LE), a 64-bit hash of the
-//! key (u64 LE), then bytes of a xorshift stream seeded by both. A shorter value is
-//! the first bytes of the stream for version 0.
+//! Layout of a value of `len` >= 16 bytes:
+//!
+//! ```text
+//! 0        8                        16                                 len
+//! | version | hash(key) ^ mix(len)  | xorshift stream seeded by hash(key),
+//! |  u64 LE |        u64 LE         |   version and len                  |
+//! ```
+//!
+//! A value shorter than 16 bytes is the first bytes of the stream for version 0
+//! seeded by the key and its length. Every byte depends on the length, so a prefix or
+//! an extension of a value is not the value of its own length: [`verify`] refuses a
+//! truncated value of the right version (a value of 16 bytes or more by its second
+//! word; below 16 bytes the stream differs, with the chance of a false pass of a
+//! random fill of that many bytes).
 
 fn key_hash(key: &[u8]) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
@@ -12,6 +24,14 @@ fn key_hash(key: &[u8]) -> u64 {
         h = h.wrapping_mul(0x100_0000_01B3);
     }
     h
+}
+
+/// SplitMix64's finaliser: the length folded into the key's word and the seed.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 fn fill(out: &mut [u8], seed: u64) {
@@ -35,7 +55,7 @@ fn fill(out: &mut [u8], seed: u64) {
 pub fn make_into(key: &[u8], version: u64, len: usize, out: &mut Vec<u8>) {
     out.clear();
     out.resize(len, 0);
-    let h = key_hash(key);
+    let h = key_hash(key) ^ mix(len as u64);
     if len >= 16 {
         out[..8].copy_from_slice(&version.to_le_bytes());
         out[8..16].copy_from_slice(&h.to_le_bytes());
@@ -63,7 +83,7 @@ pub fn version_of(value: &[u8]) -> Option<u64> {
 }
 
 /// Whether `value` is exactly what [`make`] gives for `key` at the version it
-/// carries (and its own length).
+/// carries and its own length.
 pub fn verify(key: &[u8], value: &[u8]) -> bool {
     let version = version_of(value).unwrap_or(0);
     make(key, version, value.len()) == value
@@ -88,5 +108,34 @@ mod tests {
         }
         assert_ne!(make(b"k", 1, 100), make(b"k", 2, 100));
         assert_eq!(version_of(&make(b"k", 9, 100)), Some(9));
+    }
+
+    #[test]
+    fn a_truncated_or_extended_value_fails() {
+        for len in [16, 17, 24, 100, 4096, 4097, 12_288] {
+            let v = make(b"crash000001", (3 << 32) | 77, len);
+            // every prefix that still carries a version, and a few shorter ones
+            for cut in (2..len).rev().take(600).chain([2, 8, 15, 16]) {
+                assert!(
+                    cut >= len || !verify(b"crash000001", &v[..cut]),
+                    "{len} cut to {cut}"
+                );
+            }
+            for extra in [1, 8, 4096] {
+                let mut longer = v.clone();
+                longer.extend(std::iter::repeat_n(0u8, extra));
+                assert!(!verify(b"crash000001", &longer), "{len} + {extra}");
+                // an extension by the bytes the longer value would have is refused too
+                let next = make(b"crash000001", (3 << 32) | 77, len + extra);
+                let mut spliced = v.clone();
+                spliced.extend_from_slice(&next[len..]);
+                assert!(!verify(b"crash000001", &spliced), "{len} spliced");
+            }
+        }
+        // the same version at another length is another value from its second word on
+        let (a, b) = (make(b"k", 5, 64), make(b"k", 5, 65));
+        assert_eq!(a[..8], b[..8]);
+        assert_ne!(a[8..16], b[8..16]);
+        assert_ne!(a[16..64], b[16..64]);
     }
 }
