@@ -98,6 +98,7 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
     opt(&mut v, "--target", d.target.map(|x| x.to_string()));
     opt(&mut v, "--qd", d.qd.map(|x| x.to_string()));
     opt(&mut v, "--memory", d.memory.clone());
+    opt(&mut v, "--duration", d.duration.map(|x| x.to_string()));
     opt(&mut v, "--warmup", d.warmup.clone());
     v.extend(["--warmup-max".to_string(), d.warmup_max.to_string()]);
     v.extend([
