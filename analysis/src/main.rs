@@ -23,6 +23,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Charts and report.md of a directory of result files.
+    ///
     /// Reads every *.json result file under DIR (the `ycsb` driver's output), renders
     /// charts into DIR (PNG and SVG) and writes DIR/report.md.
     Charts {
@@ -33,6 +35,8 @@ enum Command {
         #[arg(long, value_name = "TEXT")]
         title: Option<String>,
     },
+    /// The paper's figures, README.md and paper-repro.md of a reproduce-paper run.
+    ///
     /// Reads a reproduce-paper directory (manifest.json, device/, iomethods/, ycsb/,
     /// production/, itemsize/, recovery/, batch/), renders every paper figure its
     /// files allow into DIR/charts/ (PNG and SVG), writes DIR/README.md and
