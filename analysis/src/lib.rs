@@ -2,8 +2,9 @@
 //!
 //! Reads the JSON result files the `ycsb` driver writes (one per engine run), groups
 //! them by workload, and renders, into the same directory, PNG and SVG charts
-//! (throughput, tail latency, throughput over time, memory over time, CPU, latency
-//! CDF) and a `report.md` that ties them together with a table of the numbers. An
+//! (throughput, tail latency, throughput over time, latency percentiles over time,
+//! memory over time, CPU, latency CDF) and a `report.md` that ties them together with
+//! a table of the numbers. An
 //! engine over its memory budget is flagged wherever its numbers appear and never
 //! marked best. Everything is computed from the files alone.
 //!
@@ -17,7 +18,8 @@
 //!
 //! [`paper::render_paper`] does the same for a reproduce-paper directory: the paper's
 //! figures, a README for the directory and `paper-repro.md`, which sets each of our
-//! numbers next to the paper's (constants in [`paper::reference`]).
+//! numbers next to the paper's (constants in [`paper::reference`], each with where in
+//! the paper it comes from in `docs/paper-numbers.md`).
 //!
 //! The library prints nothing: what it has to tell comes back as [`Warning`]s with
 //! the files it wrote, and failures as [`Error`]s.

@@ -6,9 +6,10 @@ use crate::error::{Error, IoOp, Result};
 use std::path::Path;
 
 pub use kvtb_schema::{
-    Ceiling, DeviceProbe, DeviceUse, Disk, Driving, Engine, Found, IoMethods, IoPoint, Loaded,
-    Machine, Manifest, Measure, MemoryBound, MemoryUse, OVER_BUDGET, OpSummary, Phase, ProbePoint,
-    Recovery, RecoveryCycle, RunFile, Sample, Warmup, parse_kind, parse_probe, parse_run,
+    Ceiling, DeviceProbe, DeviceUse, Disk, Driving, Engine, Found, IntervalLatency, IoMethods,
+    IoPoint, Loaded, Machine, Manifest, Measure, MemoryBound, MemoryUse, OVER_BUDGET, OpSummary,
+    Phase, ProbePoint, Recovery, RecoveryCycle, RunFile, Sample, Warmup, parse_kind, parse_probe,
+    parse_run,
 };
 
 /// Loads every `*.json` result file under `dir` (recursively). Files that cannot be

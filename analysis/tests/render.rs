@@ -136,9 +136,16 @@ fn renders_every_chart_as_png_and_svg_with_a_report() {
     axis("timeline", "time since the run phase started (s)");
     axis("timeline", "warm-up (not measured)");
     axis("cpu", "CPU µs per operation (user + system)");
-    axis("cpu", "CPU busy (cores)");
-    axis("cpu", "machine: 2 cores");
-    axis("cpu", "device busy (%, dashed)");
+    // one small panel per engine, user and system CPU stacked with the device's busy
+    // time on one axis (a share of the machine): no second y axis
+    axis("cpu", "busy (%)");
+    axis("cpu", "user CPU");
+    axis("cpu", "system CPU (stacked)");
+    axis("cpu", "device busy");
+    axis("cpu", "sled: CPU");
+    axis("cpu", "null: CPU");
+    let cpu = std::fs::read_to_string(dir.0.join("cpu.svg")).unwrap();
+    assert!(!cpu.contains("(%, dashed)") && !cpu.contains("(cores)"));
     axis("cdf", "latency (µs, log scale)");
     axis("cdf", "operations at or below (%)");
     axis("cdf", "fraction slower (log scale)");

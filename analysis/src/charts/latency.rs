@@ -27,7 +27,7 @@ pub(crate) fn run_ops(r: &RunFile) -> Vec<&OpSummary> {
 }
 
 /// YCSB op kinds in a fixed order; coordinated-omission-corrected ones last.
-fn op_order(name: &str) -> (bool, usize, String) {
+pub(crate) fn op_order(name: &str) -> (bool, usize, String) {
     let base = name.strip_prefix("Intended-").unwrap_or(name);
     let i = [
         "READ",

@@ -13,6 +13,8 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One line of a line chart.
 pub(crate) struct Line {
+    /// Its legend entry; empty: none (the figure's legend names it), and a panel
+    /// with no named line and none of the paper's points draws no legend.
     pub(crate) name: String,
     pub(crate) colour: RGBColor,
     pub(crate) points: Vec<(f64, f64)>,
@@ -132,9 +134,12 @@ impl Lines {
                     .draw_series(LineSeries::new(pts.clone(), colour.stroke_width(2)))
                     .map_err(de)?
             };
-            anno.label(l.name.clone()).legend(move |(x, y)| {
-                PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2))
-            });
+            // an unnamed line stays out of the legend (a figure's own legend names it)
+            if !l.name.is_empty() {
+                anno.label(l.name.clone()).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2))
+                });
+            }
             if pts.len() < 40 {
                 chart
                     .draw_series(pts.iter().map(|p| Circle::new(*p, 4, colour.filled())))
@@ -154,7 +159,7 @@ impl Lines {
                         )
                 }))
                 .map_err(de)?
-                .label("the paper (REFERENCE.md)")
+                .label("the paper (docs/paper-numbers.md)")
                 .legend(|(x, y)| Circle::new((x + 8, y), 5, BLACK.stroke_width(2)));
         }
         let labels: Vec<_> = self
@@ -171,6 +176,9 @@ impl Lines {
             })
             .collect();
         chart.draw_series(labels).map_err(de)?;
+        if refs.is_empty() && self.lines.iter().all(|l| l.name.is_empty()) {
+            return Ok(());
+        }
         chart
             .configure_series_labels()
             .position(if self.legend_left {

@@ -2,7 +2,7 @@
 //!
 //! Primitives first (style, axis, frame, legend, render; bars, lines, tables and
 //! figures of panels), then the charts of a result directory (throughput, latency,
-//! timeline, memory, CPU, CDF) and `results::render_all`, which draws them. The paper's
+//! timeline, latency timeline, memory, CPU, CDF) and `results::render_all`, which draws them. The paper's
 //! figures are built from the same primitives.
 
 pub(crate) mod axis;
@@ -13,6 +13,7 @@ pub(crate) mod cpu;
 pub(crate) mod figure;
 pub(crate) mod frame;
 pub(crate) mod latency;
+pub(crate) mod latency_timeline;
 pub(crate) mod legend;
 pub(crate) mod lines;
 pub(crate) mod memory;

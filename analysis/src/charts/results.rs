@@ -1,10 +1,12 @@
 //! The charts of a result directory (`kvtb-report charts`): throughput of every
-//! group, then latency, timeline, memory (where the files have its samples), CPU and
-//! latency CDF of each group.
+//! group, then latency, timeline, latency timeline (where the files have per-interval
+//! latencies), memory (where the files have its samples), CPU and latency CDF of
+//! each group.
 
 use super::cdf::{Cdf, engine_cdf};
 use super::cpu::Cpu;
 use super::latency::Latency;
+use super::latency_timeline::{LatencyTimeline, has_interval_latency};
 use super::memory::{Memory, has_samples};
 use super::render::{Rendered, render};
 use super::style::fonts;
@@ -75,11 +77,25 @@ pub(crate) fn render_all(
             files: render(&Timeline { ds, group: g }, dir, &s)?,
             stem: s,
         });
+        if has_interval_latency(g) {
+            let s = stem("latency-timeline", g);
+            out.push(Rendered {
+                title: format!("Latency over time, {}", g.label),
+                caption: "Run-phase p50, p99, p99.9 and maximum latency in each sampling \
+                          interval, per engine and operation kind, log scale; warm-up shaded."
+                    .into(),
+                files: render(&LatencyTimeline { ds, group: g }, dir, &s)?,
+                stem: s,
+            });
+        }
         if has_samples(g) {
             let s = stem("memory", g);
             out.push(Rendered {
                 title: format!("Memory over time, {}", g.label),
-                caption: "Memory each engine used (resident memory beyond the driver's own                           plus the OS page cache of its files; page cache dashed) against its                           budget, across the load, warm-up and run phases; right: its cache                           hit ratio."
+                caption: "Memory each engine used (resident memory beyond the driver's own \
+                          plus the OS page cache of its files; page cache dashed) against its \
+                          budget, across the load, warm-up and run phases; right: its cache \
+                          hit ratio."
                     .into(),
                 files: render(&Memory { ds, group: g }, dir, &s)?,
                 stem: s,
@@ -88,8 +104,9 @@ pub(crate) fn render_all(
         let s = stem("cpu", g);
         out.push(Rendered {
             title: format!("CPU, {}", g.label),
-            caption: "CPU microseconds per operation (left) and CPU cores busy over the run \
-                      phase, with the device's busy time where measured (right)."
+            caption: "CPU microseconds per operation (left) and, per engine, its user and \
+                      system CPU over the run phase as a share of the machine's cores, with \
+                      the device's busy time where measured (right)."
                 .into(),
             files: render(&Cpu { ds, group: g }, dir, &s)?,
             stem: s,

@@ -13,16 +13,16 @@ use crate::model::Recovery;
 use crate::text::{human_bytes, human_count};
 use plotters::style::{BLACK, RGBColor};
 
-/// Grouped throughput bars: one category per group, one bar per engine, each run's
-/// ceiling marked and the fraction of it reached written above the bar.
+/// Grouped throughput bars on a linear axis: one category per group, one bar per
+/// engine of `engines`, each run's ceiling marked and the fraction of it reached
+/// written above the bar.
 pub(crate) fn throughput_bars(
-    run: &PaperRun,
     gs: &[&Group],
+    engines: &[String],
+    series: &[(String, RGBColor)],
     cat_label: impl Fn(&Group) -> String,
     title: &str,
-    log: bool,
-) -> (Bars, Vec<(String, Swatch)>, Vec<String>) {
-    let engines = run.engines_in(gs);
+) -> Bars {
     let mut values = Vec::new();
     let mut marks = Vec::new();
     let mut notes = Vec::new();
@@ -30,7 +30,7 @@ pub(crate) fn throughput_bars(
         let mut v = Vec::new();
         let mut m = Vec::new();
         let mut n = Vec::new();
-        for e in &engines {
+        for e in engines {
             let r = entry(g, e).map(|x| &x.run);
             let t = r.and_then(tput);
             let (c, f) = r.map(ceiling).unwrap_or((None, None));
@@ -64,11 +64,45 @@ pub(crate) fn throughput_bars(
             *m = None;
         }
     }
-    let series: Vec<(String, RGBColor)> = engines
+    Bars {
+        title: title.into(),
+        y_desc: "run-phase throughput (ops/s)".into(),
+        x_desc: "workload".into(),
+        categories: gs.iter().map(|g| (cat_label(g), 0)).collect(),
+        group_labels: vec![],
+        series: series.to_vec(),
+        values,
+        log: false,
+        y_range: None,
+        value_labels: false,
+        marks: vec![],
+        bar_marks: marks,
+        notes,
+    }
+}
+
+/// The engines of `gs` with their colours, in display order, for
+/// [`throughput_bars`].
+pub(crate) fn engine_series(
+    run: &PaperRun,
+    gs: &[&Group],
+) -> (Vec<String>, Vec<(String, RGBColor)>) {
+    let engines = run.engines_in(gs);
+    let series = engines
         .iter()
         .map(|e| (run.engine_label(e), engine_colour(&run.ds, e)))
         .collect();
-    let mut legend = fills(&series);
+    (engines, series)
+}
+
+/// The legend of throughput bars drawn from `gs` into `panels`: the engines, `OVER`
+/// where an engine went over its budget, the ceiling mark where one is drawn.
+pub(crate) fn throughput_legend(
+    gs: &[&Group],
+    series: &[(String, RGBColor)],
+    panels: &[&Bars],
+) -> Vec<(String, Swatch)> {
+    let mut legend = fills(series);
     let over = gs
         .iter()
         .flat_map(|g| &g.runs)
@@ -79,35 +113,16 @@ pub(crate) fn throughput_bars(
             Swatch::Cross(STALL_COLOUR),
         ));
     }
-    if marks.iter().flatten().any(Option::is_some) {
+    if panels
+        .iter()
+        .any(|b| b.bar_marks.iter().flatten().any(Option::is_some))
+    {
         legend.push((
             "device ceiling of the run's I/O mix (label: % reached)".into(),
             Swatch::Line(BLACK),
         ));
     }
-    (
-        Bars {
-            title: title.into(),
-            y_desc: if log {
-                "run-phase throughput (ops/s, log scale)".into()
-            } else {
-                "run-phase throughput (ops/s)".into()
-            },
-            x_desc: "workload".into(),
-            categories: gs.iter().map(|g| (cat_label(g), 0)).collect(),
-            group_labels: vec![],
-            series,
-            values,
-            log,
-            y_range: None,
-            value_labels: false,
-            marks: vec![],
-            bar_marks: marks,
-            notes,
-        },
-        legend,
-        engines,
-    )
+    legend
 }
 
 /// Bars of the reopen time after SIGKILL, one per engine (only those of `only`,

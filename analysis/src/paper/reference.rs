@@ -1,11 +1,12 @@
-//! The paper's numbers, as `/work/shared/REFERENCE.md` ("The paper's numbers") reads
-//! them off the KVell paper (SOSP 2019: Optane 905P, 4 cores, YCSB 1 KiB items, cache a
-//! third of the data). The only numbers in the analysis that do not come from result
-//! files; each names where it comes from.
+//! The paper's numbers, read off the KVell paper (SOSP 2019: Optane 905P, 4 cores, YCSB
+//! 1 KiB items, cache a third of the data). The only numbers in the analysis that do
+//! not come from result files. `docs/paper-numbers.md` is their source: each with the
+//! figure, table or text of the paper it comes from; `tests/paper_numbers.rs` keeps
+//! the two in agreement.
 
 /// Where the paper's numbers come from, as cited in the generated report.
-pub const SOURCE: &str = "KVell paper (SOSP 2019), as read off its figures in REFERENCE.md \
-                          \"The paper's numbers\"";
+pub const SOURCE: &str = "KVell paper (SOSP 2019), each with the figure, table or text it comes \
+                          from in docs/paper-numbers.md";
 
 /// The paper's machine.
 pub const MACHINE: &str = "Intel Optane 905P, 4 cores; YCSB 1 KiB items, cache = 1/3 of the data";

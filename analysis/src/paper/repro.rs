@@ -47,7 +47,7 @@ pub(crate) fn paper_repro(
          ratios on the same side of 1) and ours within a factor of {RATIO_FACTOR} of the \
          paper's; *order holds, ratio off*: same ordering, ratio further off; *does not \
          hold*: the ordering differs; *not comparable*: a number is missing.\n\
-         - Where the paper gives no number (Figs. 3, 4, 7, 9 in REFERENCE.md) the section \
+         - Where the paper gives no number (Figs. 3, 4, 7, 9: docs/paper-numbers.md has none) the section \
          states its qualitative rule.\n\
          - When a shape does not hold, the likely reasons list what the files show: the \
          disk's IOPS against the paper's Optane, the cores, memory against data, each \

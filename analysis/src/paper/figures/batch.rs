@@ -142,7 +142,7 @@ pub(super) fn write(
         return;
     }
     s.push_str(
-        "**Paper** (REFERENCE.md): batch 64 gives 158 µs average latency, batch 32 gives 76 µs \
+        "**Paper** (docs/paper-numbers.md, text on KVell's batch size): batch 64 gives 158 µs average latency, batch 32 gives 76 µs \
          at 88% of the bandwidth (64/32 latency 2.08x).\n\n",
     );
     code_block(s, &commands_of(pts.iter().map(|(_, r)| &r.command)));

@@ -12,7 +12,7 @@ use crate::paper::chart::{
     Charts, PaperChart, caption, commands_of, durability_line, group_commands,
 };
 use crate::paper::format::fx;
-use crate::paper::markdown::{Summary, engine_table_head, images};
+use crate::paper::markdown::{Summary, code_block, engine_table_head, images};
 use crate::paper::memory_rule::Gate;
 use crate::paper::metrics::median_data_bytes;
 use crate::paper::panels::recovery_bars;
@@ -28,13 +28,47 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
     cpu_per_request(run, out)
 }
 
-fn wal_vs_kvell(run: &PaperRun, out: &mut Charts) -> Result<()> {
-    let engines = ["kvell", "wal"];
-    let gs: Vec<&Group> = ['a', 'b', 'f']
+/// The engines the WAL comparison is about.
+const WAL_VS_KVELL: [&str; 2] = ["kvell", "wal"];
+
+/// The write workloads (YCSB A, B, F) with a kvell or wal result.
+fn wal_groups(run: &PaperRun) -> Vec<&Group> {
+    ['a', 'b', 'f']
         .iter()
         .flat_map(|w| DISTS.iter().filter_map(move |d| run.ycsb(*w, d)))
-        .filter(|g| engines.iter().any(|e| entry(g, e).is_some()))
-        .collect();
+        .filter(|g| WAL_VS_KVELL.iter().any(|e| entry(g, e).is_some()))
+        .collect()
+}
+
+/// The commands of the WAL comparison's files: its runs, then the recoveries of
+/// kvell and wal.
+fn wal_commands(run: &PaperRun, gs: &[&Group]) -> Vec<String> {
+    let mut cmds = group_commands(gs);
+    for c in commands_of(
+        run.recovery
+            .iter()
+            .filter(|(p, _)| WAL_VS_KVELL.contains(&stem(p).as_str()))
+            .map(|(_, r)| &r.command),
+    ) {
+        if !cmds.contains(&c) {
+            cmds.push(c);
+        }
+    }
+    cmds
+}
+
+/// Every run result but the item-size sweep's: ycsb/ and production/.
+fn cpu_groups(run: &PaperRun) -> Vec<&Group> {
+    run.ds
+        .groups
+        .iter()
+        .filter(|g| !g.label.contains('/'))
+        .collect()
+}
+
+fn wal_vs_kvell(run: &PaperRun, out: &mut Charts) -> Result<()> {
+    let engines = WAL_VS_KVELL;
+    let gs = wal_groups(run);
     let rec = recovery_bars(run, Some(&engines));
     if gs.is_empty() && rec.is_none() {
         out.skip(
@@ -92,17 +126,7 @@ fn wal_vs_kvell(run: &PaperRun, out: &mut Charts) -> Result<()> {
         panels.push(Panel::Bars(b));
     }
     let n = panels.len();
-    let mut cmds = group_commands(&gs);
-    for c in commands_of(
-        run.recovery
-            .iter()
-            .filter(|(p, _)| engines.contains(&stem(p).as_str()))
-            .map(|(_, r)| &r.command),
-    ) {
-        if !cmds.contains(&c) {
-            cmds.push(c);
-        }
-    }
+    let cmds = wal_commands(run, &gs);
     let fig = Figure {
         title: format!("{}: the WAL engine against KVell", run.ds.title),
         caption: caption(
@@ -132,12 +156,7 @@ fn wal_vs_kvell(run: &PaperRun, out: &mut Charts) -> Result<()> {
 }
 
 fn cpu_per_request(run: &PaperRun, out: &mut Charts) -> Result<()> {
-    let gs: Vec<&Group> = run
-        .ds
-        .groups
-        .iter()
-        .filter(|g| !g.label.contains('/'))
-        .collect();
+    let gs = cpu_groups(run);
     if gs.is_empty() {
         out.skip("CPU per request", "no ycsb/ or production/ results");
         return Ok(());
@@ -208,15 +227,11 @@ pub(super) fn write(
 ) {
     s.push_str("## What the paper could not show\n\n");
     s.push_str("### The WAL engine against KVell\n\n");
-    let gs: Vec<&Group> = ['a', 'b', 'f']
-        .iter()
-        .flat_map(|w| {
-            ["uniform", "zipfian"]
-                .into_iter()
-                .filter_map(move |d| run.ycsb(*w, d))
-        })
-        .filter(|g| entry(g, "kvell").is_some() || entry(g, "wal").is_some())
-        .collect();
+    let gs = wal_groups(run);
+    let cmds = wal_commands(run, &gs);
+    if !cmds.is_empty() {
+        code_block(s, &cmds);
+    }
     if gs.is_empty() {
         s.push_str("No kvell or wal result on A, B or F.\n\n");
     } else {
@@ -269,16 +284,12 @@ pub(super) fn write(
         link,
     );
     s.push_str("### CPU microseconds per request\n\n");
-    let gs: Vec<&Group> = run
-        .ds
-        .groups
-        .iter()
-        .filter(|g| !g.label.contains('/'))
-        .collect();
+    let gs = cpu_groups(run);
     if gs.is_empty() {
         s.push_str("No ycsb/ or production/ results.\n\n");
         return;
     }
+    code_block(s, &group_commands(&gs));
     let engines = run.engines_in(&gs);
     s.push_str(
         "Run-phase CPU time of the whole process per request (user + system), lowest in bold:\n\n",

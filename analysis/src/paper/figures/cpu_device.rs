@@ -3,6 +3,7 @@
 
 use crate::budget::flagged;
 use crate::charts::figure::{Figure, Panel};
+use crate::charts::legend::Swatch;
 use crate::charts::lines::{Line, Lines};
 use crate::charts::style::{W, engine_colour};
 use crate::dataset::Entry;
@@ -18,6 +19,15 @@ use crate::paper::verdict::Verdict;
 use crate::text::human_count;
 use plotters::style::BLACK;
 use std::fmt::Write as _;
+
+/// A busy fraction as a percentage, at most 100% (counted in `clamped` when above)
+/// and at least 0.
+fn busy_pct(fraction: f64, clamped: &mut usize) -> f64 {
+    if fraction > 1.0 {
+        *clamped += 1;
+    }
+    fraction.clamp(0.0, 1.0) * 100.0
+}
 
 /// Draws the figure's charts.
 pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
@@ -37,6 +47,8 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
         return Ok(());
     }
     let mut panels = Vec::new();
+    let mut legend = Vec::new();
+    let mut clamped = 0;
     for e in &entries {
         let p = e.run.run().cloned().unwrap_or_default();
         let cores = e.run.machine.cores.max(1) as f64;
@@ -47,22 +59,30 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
             let dt = s.t - prev;
             prev = s.t;
             if dt > 1e-3 {
-                cpu.push((s.t, (s.cpu_user_s + s.cpu_sys_s) / dt / cores * 100.0));
+                cpu.push((
+                    s.t,
+                    busy_pct((s.cpu_user_s + s.cpu_sys_s) / dt / cores, &mut clamped),
+                ));
                 if let Some(u) = s.dev_util {
-                    dev.push((s.t, u * 100.0));
+                    dev.push((s.t, busy_pct(u, &mut clamped)));
                 }
             }
         }
         let colour = engine_colour(&run.ds, &e.label);
+        legend.push((
+            format!("{}: CPU busy (% of {} cores)", e.label, e.run.machine.cores),
+            Swatch::Line(colour),
+        ));
+        // named in the figure's legend: no legend inside the panel to hide the lines
         let mut lines = vec![Line {
-            name: format!("CPU busy (% of {} cores)", e.run.machine.cores),
+            name: String::new(),
             colour,
             points: cpu,
             dashed: false,
         }];
         if !dev.is_empty() {
             lines.push(Line {
-                name: "device busy (%)".into(),
+                name: String::new(),
                 colour: BLACK,
                 points: dev,
                 dashed: true,
@@ -87,30 +107,40 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
             lines,
             refs: vec![],
             labels: vec![],
-            y_max: Some(125.0),
+            y_max: Some(100.0),
             legend_left: false,
         }));
     }
+    legend.push((
+        "device busy (% of the interval)".into(),
+        Swatch::Dashed(BLACK),
+    ));
     let labels: Vec<String> = entries.iter().map(|e| e.label.clone()).collect();
+    let mut notes = vec![
+        "Run phase of ycsb/a-uniform, one point per sampling interval: CPU time of the \
+         whole driver process (user + system) over the machine's cores, and the \
+         fraction of the interval the data disk was busy (/proc/diskstats); both \
+         fractions of the whole machine or device, so 100% is the top."
+            .to_string(),
+    ];
+    if clamped > 0 {
+        notes.push(format!(
+            "{clamped} sample{} above 100% (the interval's counters read a little apart) \
+             drawn at 100%.",
+            if clamped == 1 { "" } else { "s" }
+        ));
+    }
+    notes.push(durability_line(run, &labels));
     let fig = Figure {
         title: format!(
             "{}: CPU and device utilisation, YCSB A uniform (Fig. 3)",
             run.ds.title
         ),
-        caption: caption(
-            run,
-            &[
-                "Run phase of ycsb/a-uniform, one point per sampling interval: CPU time of the \
-                 whole driver process (user + system) over the machine's cores, and the \
-                 fraction of the interval the data disk was busy (/proc/diskstats)."
-                    .into(),
-                durability_line(run, &labels),
-            ],
-        ),
-        legend: vec![],
+        caption: caption(run, &notes),
+        legend,
         cols: 1,
         panels,
-        size: (W, 260 + 330 * entries.len() as u32),
+        size: (W, 290 + 330 * entries.len() as u32),
     };
     out.add(
         "Fig. 3",
@@ -139,7 +169,7 @@ pub(super) fn write(
     };
     s.push_str(
         "**Paper:** on the Optane drive RocksDB runs out of CPU while the drive has bandwidth \
-         to spare; KVell keeps the drive busy (REFERENCE.md gives no numbers for this figure; \
+         to spare; KVell keeps the drive busy (docs/paper-numbers.md: no numbers for this figure; \
          on YCSB A it puts KVell at 98% of the device ceiling).\n\n",
     );
     code_block(s, &group_commands(&[g]));

@@ -201,7 +201,7 @@ pub(super) fn write(
     };
     let _ = writeln!(
         s,
-        "**Paper** (REFERENCE.md, Optane 905P): random 4 KiB IOPS read 575K, write 550K, mixed 560K; random-write \
+        "**Paper** (docs/paper-numbers.md, Tables 1 and 2, Optane 905P): random 4 KiB IOPS read 575K, write 550K, mixed 560K; random-write \
          latency 11 µs at QD1, 137 µs at QD64, 550 µs at QD256.\n"
     );
     code_block(s, &commands_of([&d.command]));

@@ -128,7 +128,7 @@ pub(super) fn write(
         return;
     };
     s.push_str(
-        "**Paper** (REFERENCE.md, Optane, 4 KiB random writes, data set 3x RAM): mmap 1 thread \
+        "**Paper** (docs/paper-numbers.md, Table 3, Optane, 4 KiB random writes, data set 3x RAM): mmap 1 thread \
          10K, mmap 8 threads 60K, direct I/O 1 thread 88K, AIO QD1 91K, AIO QD64 376K IOPS.\n\n",
     );
     code_block(s, &commands_of([&io.command]));

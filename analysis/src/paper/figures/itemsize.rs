@@ -104,7 +104,7 @@ pub(super) fn write(
         return;
     }
     s.push_str(
-        "**Paper** (REFERENCE.md, AWS): KVell about 67K scans/s flat from 64 B to 2 KiB; \
+        "**Paper** (docs/paper-numbers.md, Fig. 10, AWS): KVell about 67K scans/s flat from 64 B to 2 KiB; \
          RocksDB about 136K at 64 B falling to about 52K at 2 KiB (RocksDB/KVell 2.03x at \
          64 B, 0.78x at 2 KiB).\n\n",
     );

@@ -10,7 +10,7 @@ use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, tput};
-use crate::paper::panels::throughput_bars;
+use crate::paper::panels::{engine_series, throughput_bars, throughput_legend};
 use crate::paper::reasons::reasons;
 use crate::paper::run::{PRODUCTION, PaperRun, entry};
 use crate::paper::verdict::{Verdict, ratio};
@@ -23,8 +23,15 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
         out.skip("Fig. 9 (production workloads)", "no production/ directory");
         return Ok(());
     }
-    let (bars, legend, engines) =
-        throughput_bars(run, &gs, |g| g.label.clone(), "production workloads", false);
+    let (engines, series) = engine_series(run, &gs);
+    let bars = throughput_bars(
+        &gs,
+        &engines,
+        &series,
+        |g| g.label.clone(),
+        "production workloads",
+    );
+    let legend = throughput_legend(&gs, &series, &[&bars]);
     let fig = Figure {
         title: format!("{}: production workloads (Fig. 9)", run.ds.title),
         caption: caption(
@@ -66,8 +73,8 @@ pub(super) fn write(
         return;
     }
     s.push_str(
-        "**Paper:** KVell ahead of RocksDB on both production workloads (REFERENCE.md gives \
-         no number for this figure, so only the ordering is judged).\n\n",
+        "**Paper:** KVell ahead of RocksDB on both production workloads (docs/paper-numbers.md \
+         has no number for this figure, so only the ordering is judged).\n\n",
     );
     code_block(s, &group_commands(&gs));
     s.push_str("| workload | engine | durability | ops/s | % of device ceiling | CPU µs/op |\n| --- | --- | --- | ---: | ---: | ---: |\n");

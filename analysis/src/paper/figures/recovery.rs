@@ -83,7 +83,7 @@ pub(super) fn write(
         return;
     }
     s.push_str(
-        "**Paper** (REFERENCE.md, 100 GB on 8 NVMe drives): KVell 6.6 s, RocksDB 18 s \
+        "**Paper** (docs/paper-numbers.md, text on recovery, 100 GB on 8 NVMe drives): KVell 6.6 s, RocksDB 18 s \
          (RocksDB/KVell 2.73x).\n\n",
     );
     code_block(

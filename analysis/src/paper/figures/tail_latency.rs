@@ -138,9 +138,9 @@ pub(super) fn write(
         return;
     }
     s.push_str(
-        "**Paper** (REFERENCE.md): p99 KVell 2.4 ms, RocksDB 5.4 ms (RocksDB/KVell 2.25x); \
-         max KVell 3.9 ms, RocksDB 9.6 s (2462x). REFERENCE.md does not say which key \
-         distribution: both are compared.\n\n",
+        "**Paper** (docs/paper-numbers.md, Table 5): p99 KVell 2.4 ms, RocksDB 5.4 ms (RocksDB/KVell 2.25x); \
+         max KVell 3.9 ms, RocksDB 9.6 s (2462x). docs/paper-numbers.md records no key \
+         distribution for them: both are compared.\n\n",
     );
     code_block(s, &group_commands(&gs));
     s.push_str("Worst operation kind of the run phase, measured from each operation's start.\n\n| workload | engine | durability | p99 | max |\n| --- | --- | --- | ---: | ---: |\n");

@@ -72,7 +72,7 @@ pub(super) fn write(
     s.push_str(
         "**Paper:** RocksDB's throughput collapses periodically (maintenance: flushes and \
          compactions; its maximum latency on A is 9.6 s) while KVell's stays steady (maximum \
-         3.9 ms) (REFERENCE.md, Table 5 numbers).\n\n",
+         3.9 ms) (docs/paper-numbers.md, Table 5 numbers).\n\n",
     );
     let mut any = false;
     for (fig, w) in [("Fig. 4", 'a'), ("Fig. 7", 'e')] {

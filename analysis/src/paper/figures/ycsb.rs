@@ -11,7 +11,7 @@ use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
 use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::{ceiling, tput};
-use crate::paper::panels::throughput_bars;
+use crate::paper::panels::{engine_series, throughput_bars, throughput_legend};
 use crate::paper::reasons::reasons;
 use crate::paper::reference as paper;
 use crate::paper::run::{PaperRun, WORKLOADS, entry};
@@ -26,6 +26,30 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
     Ok(())
 }
 
+/// A workload whose highest bar is under this fraction of the figure's highest is
+/// drawn in a panel with a linear axis of its own (YCSB E: scans, tens of times
+/// slower than point operations), so that neither hides the other's ratios.
+const OWN_SCALE: f64 = 0.2;
+
+/// The workloads of the figure split by scale: those near the figure's highest bar,
+/// and those far below it (empty when none is).
+fn by_scale<'a>(gs: &[&'a Group]) -> (Vec<&'a Group>, Vec<&'a Group>) {
+    let top = |g: &Group| -> f64 {
+        g.runs
+            .iter()
+            .filter_map(|e| tput(&e.run))
+            .fold(0.0, f64::max)
+    };
+    let highest = gs.iter().map(|g| top(g)).fold(0.0, f64::max);
+    gs.iter()
+        .copied()
+        .partition(|g| highest <= 0.0 || top(g) >= highest * OWN_SCALE)
+}
+
+fn workload_letter(g: &Group) -> String {
+    g.label[..1].to_ascii_uppercase()
+}
+
 fn ycsb_bars(run: &PaperRun, out: &mut Charts, fig: &str, dist: &str) -> Result<()> {
     let gs: Vec<&Group> = WORKLOADS
         .iter()
@@ -38,29 +62,69 @@ fn ycsb_bars(run: &PaperRun, out: &mut Charts, fig: &str, dist: &str) -> Result<
         );
         return Ok(());
     }
-    let (bars, legend, engines) = throughput_bars(
-        run,
-        &gs,
-        |g| format!("YCSB {}", g.label[..1].to_ascii_uppercase()),
-        &format!("YCSB A-F, {dist} keys"),
-        true,
-    );
+    let (engines, series) = engine_series(run, &gs);
+    let (near, far) = by_scale(&gs);
+    let letters = |gs: &[&Group]| {
+        gs.iter()
+            .map(|g| workload_letter(g))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let bars = |gs: &[&Group], title: String| {
+        throughput_bars(
+            gs,
+            &engines,
+            &series,
+            |g| format!("YCSB {}", workload_letter(g)),
+            &title,
+        )
+    };
+    let mut panels = vec![bars(&near, format!("YCSB {}, {dist} keys", letters(&near)))];
+    if !far.is_empty() {
+        panels.push(bars(
+            &far,
+            format!("YCSB {}: a scale of its own", letters(&far)),
+        ));
+    }
+    let legend = throughput_legend(&gs, &series, &panels.iter().collect::<Vec<_>>());
+    let split = if far.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " YCSB {} (highest bar under {:.0}% of the figure's highest) has an axis of its own.",
+            letters(&far),
+            OWN_SCALE * 100.0
+        )
+    };
+    let panel = if panels.len() == 1 {
+        panels.into_iter().map(Panel::Bars).collect()
+    } else {
+        // widths by the number of workloads, plus room for each panel's axis
+        let cells: Vec<(u32, Panel)> = [near.len(), far.len()]
+            .into_iter()
+            .zip(panels)
+            .map(|(n, b)| (n as u32 * 4 + 2, Panel::Bars(b)))
+            .collect();
+        vec![Panel::Row(cells)]
+    };
     let fig_ = Figure {
         title: format!("{}: YCSB throughput, {dist} ({fig})", run.ds.title),
         caption: caption(
             run,
             &[
-                "Run-phase operations per second of each engine (E: scans and inserts). Label \
-                 above each bar: throughput and the fraction of the run's device ceiling \
-                 (device IOPS for its read/write mix / device I/Os per operation) it reached; \
-                 ceilings over 4x the highest bar are left out."
-                    .into(),
+                format!(
+                    "Run-phase operations per second of each engine (E: scans and inserts), \
+                     linear axes from 0.{split} Label above each bar: throughput and the \
+                     fraction of the run's device ceiling (device IOPS for its read/write mix \
+                     / device I/Os per operation) it reached; ceilings over 4x the highest bar \
+                     of their panel are left out."
+                ),
                 durability_line(run, &engines),
             ],
         ),
         legend,
         cols: 1,
-        panels: vec![Panel::Bars(bars)],
+        panels: panel,
         size: (W + 320, H + 60),
     };
     let stem = format!("{}-ycsb-{dist}", fig.replace(". ", "").to_lowercase());
@@ -69,9 +133,9 @@ fn ycsb_bars(run: &PaperRun, out: &mut Charts, fig: &str, dist: &str) -> Result<
         &stem,
         format!("YCSB A-F throughput, {dist}"),
         format!(
-            "Throughput of every engine on YCSB A-F with {dist} keys, each bar with its run's \
-             device ceiling and the fraction of it reached; engines labelled with their \
-             durability class."
+            "Throughput of every engine on YCSB A-F with {dist} keys (linear axes), each bar \
+             with its run's device ceiling and the fraction of it reached; engines labelled \
+             with their durability class."
         ),
         &fig_,
         group_commands(&gs),
@@ -110,7 +174,7 @@ pub(super) fn write(
             .collect();
         let _ = writeln!(
             s,
-            "**Paper** (REFERENCE.md, thousand ops/s): {}{}.\n",
+            "**Paper** (docs/paper-numbers.md, {fig}, thousand ops/s): {}{}.\n",
             paper_line.join("; "),
             if dist == "uniform" {
                 "; on A KVell's 420K is 98% of a 428K ceiling (500K IOPS / 1.17 I/Os per request)"
