@@ -5,7 +5,8 @@
 //! fixed memory (free lists, request tables, I/O ring, thread). The page cache gives
 //! way to the index: its capacity is set at open from the budget, and its limit,
 //! the frames it may hold now, is what the budget leaves after everything else,
-//! recomputed by the worker once per event-loop turn (`worker/memory.rs`). The
+//! recomputed by the worker once per event-loop turn and as its index grows
+//! (`worker/memory.rs`). The
 //! paper's setting (a page cache of a third of the data with the index on top) is a
 //! budget of data / 3 plus the index.
 
@@ -72,8 +73,9 @@ impl Budget {
              thread, ring and request tables, an eighth of the index for the allocator's \
              overhead on it); the page cache ({} frames of 4 KiB \
              allocated) gives way to the index: it may hold what the budget leaves after \
-             the rest, recomputed once per event-loop turn, the least recently used frames \
-             evicted and released to the OS when that falls ({workers} workers)",
+             the rest, recomputed once per event-loop turn and as the index grows, the least \
+             recently used frames evicted and released to the OS when that falls \
+             ({workers} workers)",
             self.bytes,
             WORKER_FIXED,
             self.cache_frames()
@@ -92,7 +94,8 @@ impl Budget {
              the engine) and a scan's merge of the workers' keys"
                 .into(),
             "under kvell.memory the page cache is set up after recovery, not beside it: \
-             recovery's key map (about 64 B per key) is freed before the cache is touched"
+             recovery's copies of the keys (48 B per copy found) are freed before the \
+             cache is touched"
                 .into(),
         ]
     }

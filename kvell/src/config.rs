@@ -270,7 +270,11 @@ impl Config {
                 .to_string(),
         ]);
         if !self.direct {
-            notes.push("kvell.direct=false: buffered I/O, the OS page cache is used too".into());
+            notes.push(
+                "kvell.direct=false: buffered I/O, the OS page cache of the slabs is used too, \
+                 outside any budget (bounded only by the driver's memory cgroup)"
+                    .into(),
+            );
         }
         if repaired > 0 {
             notes.push(format!(

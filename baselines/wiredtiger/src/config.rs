@@ -298,8 +298,15 @@ mod tests {
         assert!(m.open_config(true).contains("cache_size=64MB,"));
         let both = [("memory", "64M"), ("cache", "8M")];
         let m = Config::from_options(&Options::new("wiredtiger", &both)).unwrap();
-        assert_eq!(m.cache_bytes, 8 << 20, "an explicit cache overrides the budget");
-        assert!(bad(&[("memory", "100K")]), "a cache under WiredTiger's 1 MiB minimum");
+        assert_eq!(
+            m.cache_bytes,
+            8 << 20,
+            "an explicit cache overrides the budget"
+        );
+        assert!(
+            bad(&[("memory", "100K")]),
+            "a cache under WiredTiger's 1 MiB minimum"
+        );
         assert!(c.open_config(true).contains("direct_io=[data]"));
         assert!(c.open_config(false).contains("direct_io=[],"));
         assert!(
