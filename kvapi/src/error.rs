@@ -31,6 +31,15 @@ pub enum Error {
     Closed,
     /// The operation or option is not supported by this engine.
     Unsupported(String),
+    /// The engine cannot do this within its memory budget (`<engine>.memory`): a
+    /// write that would grow what it must keep in memory beyond the budget (the
+    /// write is not applied), or an open whose data does not fit. `what` says what
+    /// must be held and why; `needed` and `budget` are bytes.
+    OverBudget {
+        what: String,
+        needed: u64,
+        budget: u64,
+    },
     /// An error reported by a third-party engine library.
     Engine(String),
 }
@@ -58,6 +67,7 @@ impl Error {
             Error::Poisoned(_) => "POISONED",
             Error::Closed => "CLOSED",
             Error::Unsupported(_) => "NOT_IMPLEMENTED",
+            Error::OverBudget { .. } => "OVER_BUDGET",
             Error::Engine(_) => "ERROR",
         }
     }
@@ -97,9 +107,24 @@ impl fmt::Display for Error {
             ),
             Error::Closed => write!(f, "engine is closed"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),
+            Error::OverBudget {
+                what,
+                needed,
+                budget,
+            } => write!(
+                f,
+                "over the memory budget: {what}; {} MiB needed, budget {} MiB",
+                mib(*needed),
+                mib(*budget)
+            ),
             Error::Engine(m) => write!(f, "{m}"),
         }
     }
+}
+
+/// Bytes in MiB with one decimal.
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1u64 << 20) as f64)
 }
 
 impl std::error::Error for Error {
@@ -117,5 +142,25 @@ impl From<io::Error> for Error {
             context: "I/O error".into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn over_budget_names_both_figures() {
+        let e = Error::OverBudget {
+            what: "the engine keeps its whole image in memory".into(),
+            needed: 3 << 20,
+            budget: 1 << 19,
+        };
+        assert_eq!(e.kind(), "OVER_BUDGET");
+        assert_eq!(
+            e.to_string(),
+            "over the memory budget: the engine keeps its whole image in memory; 3.0 MiB \
+             needed, budget 0.5 MiB"
+        );
     }
 }

@@ -154,6 +154,19 @@ pub struct EngineInfo {
 
 /// Counters an engine can report. `None` means the engine cannot report it (shown as
 /// N/A), never zero.
+///
+/// `extra` holds two kinds of entries:
+/// - monotonic counters of the engine's own (compaction bytes, stall microseconds,
+///   WAL bytes, nanoseconds spent per phase as `phase_ns.<name>`, ...), which only
+///   grow;
+/// - gauges of the memory the engine holds now, in bytes, named `memory.<part>`
+///   (`memory.page_cache`, `memory.index`, `memory.block_cache`, `memory.memtables`,
+///   `memory.table_readers`, `memory.image`, `memory.cache_bytes`, ...): the engine's
+///   own accounting of what its memory budget (`<engine>.memory`: caches, indexes,
+///   memtables, in-memory images) covers. The parts are disjoint, so their sum is
+///   what the engine says it holds; the driver reports that sum beside what it
+///   measures from outside (resident memory, the OS page cache of the engine's
+///   files). An engine reports only the parts it can count.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counters {
     pub device_bytes_read: Option<u64>,
@@ -164,8 +177,7 @@ pub struct Counters {
     pub cache_misses: Option<u64>,
     pub items: Option<u64>,
     pub index_bytes: Option<u64>,
-    /// Engine-specific monotonic counters (compaction bytes, stall microseconds, WAL
-    /// bytes, nanoseconds spent per phase as `phase_ns.<name>`, ...).
+    /// Engine-specific monotonic counters and `memory.<part>` gauges (see above).
     pub extra: Vec<(String, u64)>,
 }
 

@@ -9,7 +9,7 @@
 //!
 //! (980 B values + 23 B keys + 16 B header = 1019 B items: the 1 KiB class, 4 per page.)
 //! Other flags: --psync, --flush, --no-checksum, --no-load (reuse the directory), --cache 300M,
-//! --batch N.
+//! --memory 300M (a memory budget: the page cache gives way to the index), --batch N.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -32,6 +32,7 @@ struct Args {
     inflight: usize,
     seconds: u64,
     cache: Option<u64>,
+    memory: Option<u64>,
     psync: bool,
     no_load: bool,
     probe: bool,
@@ -50,6 +51,7 @@ fn parse() -> Args {
         inflight: 256,
         seconds: 20,
         cache: None,
+        memory: None,
         psync: false,
         no_load: false,
         probe: false,
@@ -69,6 +71,7 @@ fn parse() -> Args {
             "--inflight" => a.inflight = v().parse().unwrap(),
             "--seconds" => a.seconds = v().parse().unwrap(),
             "--cache" => a.cache = Some(kvapi::parse_bytes(&v()).unwrap()),
+            "--memory" => a.memory = Some(kvapi::parse_bytes(&v()).unwrap()),
             "--psync" => a.psync = true,
             "--no-load" => a.no_load = true,
             "--probe" => a.probe = true,
@@ -269,6 +272,8 @@ fn main() {
     c.queue_depth = a.qd;
     c.batch = a.batch;
     c.cache_bytes = a.cache.unwrap_or(data / 3);
+    c.memory = a.memory;
+    c.cache_given = a.memory.is_some() && a.cache.is_some();
     if a.psync {
         c.io = IoMode::Psync;
     }

@@ -1,13 +1,21 @@
 //! Per-worker page cache: a preallocated array of 4 KiB frames, an LRU list threaded
 //! through the frames by index, and a lookup table from I/O unit to frame: a chained
 //! hash table whose buckets and chain links are preallocated for the cache's fixed
-//! number of frames, so it never grows and never rehashes (no stall). The cache never holds dirty data: a page enters it after a
-//! read completes or after its write completed (write-through). I/O never targets a
-//! frame (it uses its own buffers), so evicting a frame can never pull memory from
-//! under an I/O in flight.
+//! number of frames, so it never grows and never rehashes (no stall). The cache never
+//! holds dirty data: a page enters it after a read completes or after its write
+//! completed (write-through). I/O never targets a frame (it uses its own buffers), so
+//! evicting a frame can never pull memory from under an I/O in flight.
+//!
+//! Under a memory budget (`kvell.memory`) the cache has a capacity (its frames,
+//! allocated once) and a limit, the frames it may hold now, which the worker lowers
+//! as its index grows ([`PageCache::set_limit`]): the least recently used pages are
+//! evicted and their frames' memory given back to the OS (`io::release`), and those
+//! frames are not used again until the limit rises. Without a budget the limit is
+//! the capacity and never changes.
 
-use crate::io::PAGE;
+use crate::io::{PAGE, PageMem};
 use crate::slab::Unit;
+use kvapi::{Error, Result};
 
 const NIL: u32 = u32::MAX;
 
@@ -22,14 +30,35 @@ struct Meta {
     chain: u32,
 }
 
+/// Bookkeeping bytes per frame at most: its `Meta`, up to four bucket heads (the
+/// buckets are the next power of two above two per frame) and its place in the
+/// list of released frames.
+pub const META_PER_FRAME: u64 = size_of::<Meta>() as u64 + 4 * 4 + 4;
+
 pub struct PageCache {
-    frames: Vec<u8>,
+    /// The frames: a mapping of their own, so that a frame's memory can be given
+    /// back to the OS and what is resident is exactly what was touched.
+    frames: PageMem,
     meta: Vec<Meta>,
     /// Frame at the head of each bucket's chain.
     buckets: Vec<u32>,
     mask: u64,
+    /// Frames handed out so far: each frame below is in the LRU list (holding a
+    /// page), in `released` or in `idle`.
     used: u32,
     cap: u32,
+    /// Frames that may hold pages now (`cap` without a budget).
+    limit: u32,
+    /// Frames holding a page.
+    live: u32,
+    /// Frames `used..touched` are resident though not handed out yet (touched at
+    /// open).
+    touched: u32,
+    /// Evicted frames whose memory went back to the OS, taken again (first) when the
+    /// limit rises.
+    released: Vec<u32>,
+    /// Evicted frames whose release failed: still resident, taken before `released`.
+    idle: Vec<u32>,
     /// Most recently used.
     head: u32,
     /// Least recently used.
@@ -43,8 +72,28 @@ impl PageCache {
     /// with transparent huge pages, which mimalloc asks for), and left to the hot path
     /// it took 8% of all CPU during a load. The cost is paid at open, by a helper
     /// thread during recovery (`Kvell::open` reports it as `cache_setup_us`).
-    pub fn new(bytes: u64) -> PageCache {
+    pub fn new(bytes: u64) -> Result<PageCache> {
         let cap = (bytes / PAGE as u64).clamp(16, u32::MAX as u64 / 2) as u32;
+        PageCache::alloc(cap, cap, true)
+    }
+
+    /// A cache of `cap` frames (at least 16) under a memory budget, which may hold
+    /// `limit` of them now: frames up to the limit are touched as in
+    /// [`PageCache::new`], the others stay out of memory. Its frames are 4 KiB pages
+    /// (no transparent huge pages, which would make a 2 MiB page resident for one
+    /// frame and could not be released frame by frame), and its list of released
+    /// frames is allocated here, so a falling limit never allocates.
+    pub fn with_limit(cap: u32, limit: u32) -> Result<PageCache> {
+        let mut c = PageCache::alloc(cap, limit, false)?;
+        c.released.reserve_exact(c.cap as usize);
+        c.set_limit(limit);
+        Ok(c)
+    }
+
+    /// `cap` frames (at least 16), the first `touch` of them touched; `huge`: the
+    /// kernel may back them with transparent huge pages.
+    fn alloc(cap: u32, touch: u32, huge: bool) -> Result<PageCache> {
+        let cap = cap.clamp(16, u32::MAX / 2);
         let nb = (cap as usize * 2).next_power_of_two();
         let empty = Meta {
             key: Unit(0),
@@ -52,21 +101,82 @@ impl PageCache {
             next: NIL,
             chain: NIL,
         };
-        let mut frames = vec![0u8; cap as usize * PAGE];
+        let mut frames = PageMem::new(cap as usize, huge)
+            .map_err(|e| Error::io("mapping the page cache's frames", e))?;
         // One write per page makes it resident; black_box keeps the writes of a
-        // value the allocator already zeroed.
-        for i in (0..frames.len()).step_by(PAGE) {
+        // value the kernel already zeroed.
+        let touch = touch.min(cap);
+        for i in (0..touch as usize * PAGE).step_by(PAGE) {
             frames[i] = std::hint::black_box(0);
         }
-        PageCache {
+        Ok(PageCache {
             frames,
             meta: vec![empty; cap as usize],
             buckets: vec![NIL; nb],
             mask: nb as u64 - 1,
             used: 0,
             cap,
+            limit: cap,
+            live: 0,
+            touched: touch,
+            released: Vec::new(),
+            idle: Vec::new(),
             head: NIL,
             tail: NIL,
+        })
+    }
+
+    /// Frames the cache may hold now.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Frames allocated.
+    pub fn capacity(&self) -> u32 {
+        self.cap
+    }
+
+    /// Bytes of frames resident in memory: those holding a page, those touched at
+    /// open and not used yet, and evicted ones whose release failed.
+    pub fn resident_bytes(&self) -> u64 {
+        let spare = self.touched.saturating_sub(self.used) as u64;
+        (self.live as u64 + spare + self.idle.len() as u64) * PAGE as u64
+    }
+
+    /// Bytes of the cache's bookkeeping (frame records, buckets, released list).
+    pub fn meta_bytes(&self) -> u64 {
+        (self.meta.capacity() * size_of::<Meta>()
+            + (self.buckets.capacity() + self.released.capacity() + self.idle.capacity()) * 4)
+            as u64
+    }
+
+    /// Gives the memory of frames `from..from + n` back to the OS.
+    fn release(&mut self, from: u32, n: u32) -> bool {
+        let from = from as usize;
+        self.frames.release(from..from + n as usize).is_ok()
+    }
+
+    /// Sets the frames the cache may hold: when that is fewer than it holds, the
+    /// frames touched and never used are given back first, then the least recently
+    /// used pages are evicted and their frames given back (one `madvise` each).
+    pub fn set_limit(&mut self, limit: u32) {
+        let limit = limit.min(self.cap);
+        self.limit = limit;
+        let spare = self.touched.saturating_sub(self.used);
+        let over = (self.live + spare).saturating_sub(limit).min(spare);
+        if over > 0 && self.release(self.touched - over, over) {
+            self.touched -= over;
+        }
+        while self.live > limit {
+            let victim = self.tail;
+            self.unlink(victim);
+            self.map_remove(victim);
+            self.live -= 1;
+            if self.release(victim, 1) {
+                self.released.push(victim);
+            } else {
+                self.idle.push(victim);
+            }
         }
     }
 
@@ -144,7 +254,8 @@ impl PageCache {
     }
 
     fn frame(&self, f: u32) -> &[u8] {
-        &self.frames[f as usize * PAGE..(f as usize + 1) * PAGE]
+        let at = f as usize * PAGE;
+        &self.frames[at..at + PAGE]
     }
 
     /// The cached page, marked most recently used.
@@ -158,7 +269,9 @@ impl PageCache {
     }
 
     /// Stores a page (after its read or write completed), evicting the least
-    /// recently used page if full.
+    /// recently used page if the cache holds its limit. (Nothing is stored under a
+    /// limit of 0; a worker keeps at least `budget::MIN_FRAMES`, since a request
+    /// waiting for a read takes the page from the cache.)
     pub fn put(&mut self, unit: Unit, page: &[u8]) {
         let f = match self.find(unit) {
             Some(f) => {
@@ -166,20 +279,37 @@ impl PageCache {
                 f
             }
             None => {
-                let f = if self.used < self.cap {
-                    self.used += 1;
-                    self.used - 1
-                } else {
+                let f = if self.live < self.limit {
+                    self.live += 1;
+                    // Resident frames first: idle ones, then those touched at open;
+                    // then released ones, then fresh ones (`used` counts the live,
+                    // idle and released frames, and live < limit <= cap).
+                    if let Some(f) = self.idle.pop() {
+                        f
+                    } else if self.used < self.touched {
+                        self.used += 1;
+                        self.used - 1
+                    } else if let Some(f) = self.released.pop() {
+                        f
+                    } else {
+                        debug_assert!(self.used < self.cap);
+                        self.used += 1;
+                        self.used - 1
+                    }
+                } else if self.live > 0 {
                     let victim = self.tail;
                     self.unlink(victim);
                     self.map_remove(victim);
                     victim
+                } else {
+                    return;
                 };
                 self.map_insert(unit, f);
                 f
             }
         };
-        self.frames[f as usize * PAGE..(f as usize + 1) * PAGE].copy_from_slice(&page[..PAGE]);
+        let at = f as usize * PAGE;
+        self.frames[at..at + PAGE].copy_from_slice(&page[..PAGE]);
         self.push_front(f);
     }
 }
@@ -190,7 +320,7 @@ mod tests {
 
     #[test]
     fn lru_evicts_oldest() {
-        let mut c = PageCache::new(16 * PAGE as u64);
+        let mut c = PageCache::new(16 * PAGE as u64).unwrap();
         let page = |b: u8| vec![b; PAGE];
         for i in 0..16u64 {
             c.put(Unit(i), &page(i as u8));
@@ -211,5 +341,88 @@ mod tests {
             .filter(|&i| c.get(Unit(((i % 3) << 58) | (i * 7))).is_some())
             .count();
         assert_eq!(present, 16);
+    }
+
+    /// The frames of `c` that are resident, counted by the kernel.
+    fn resident_frames(c: &PageCache) -> usize {
+        c.frames.resident(0..c.cap as usize).unwrap()
+    }
+
+    /// A falling limit evicts the least recently used pages and gives their frames'
+    /// memory back (the kernel no longer counts them resident); lookups stay right;
+    /// the cache holds no more than its limit until the limit rises, and then reuses
+    /// the released frames.
+    #[test]
+    fn a_falling_limit_evicts_lru_pages_and_releases_their_frames() {
+        let mut c = PageCache::with_limit(64, 64).unwrap();
+        assert_eq!(
+            resident_frames(&c),
+            64,
+            "frames up to the limit are touched"
+        );
+        let page = |b: u8| vec![b; PAGE];
+        for i in 0..64u64 {
+            c.put(Unit(i), &page(i as u8));
+        }
+        // 0..8 become the most recently used
+        for i in 0..8u64 {
+            assert_eq!(c.get(Unit(i)).unwrap()[0], i as u8);
+        }
+        assert_eq!(c.resident_bytes(), 64 * PAGE as u64);
+        c.set_limit(16);
+        assert_eq!(c.limit(), 16);
+        assert_eq!(c.resident_bytes(), 16 * PAGE as u64);
+        assert_eq!(resident_frames(&c), 16, "48 frames released to the OS");
+        // the survivors: the 8 most recently used and the last 8 put (56..64)
+        for i in 0..64u64 {
+            let want = !(8..56).contains(&i);
+            let got = c.get(Unit(i)).map(|p| p[7]);
+            assert_eq!(got, want.then_some(i as u8), "unit {i}");
+        }
+        // at the limit, a new page evicts the least recently used one
+        for i in 100..200u64 {
+            c.put(Unit(i), &page(i as u8));
+            assert_eq!(c.get(Unit(i)).unwrap()[PAGE - 1], i as u8);
+            assert!(c.resident_bytes() <= 16 * PAGE as u64);
+        }
+        assert_eq!(resident_frames(&c), 16);
+        assert!(c.get(Unit(0)).is_none() && c.get(Unit(199)).is_some());
+        // a limit of 0 holds nothing
+        c.set_limit(0);
+        assert_eq!((c.resident_bytes(), resident_frames(&c)), (0, 0));
+        c.put(Unit(5), &page(5));
+        assert!(c.get(Unit(5)).is_none());
+        // the limit rises: released frames are used again, pages right
+        c.set_limit(40);
+        for i in 0..40u64 {
+            c.put(Unit(1000 + i), &page(i as u8 + 1));
+        }
+        for i in 0..40u64 {
+            assert_eq!(c.get(Unit(1000 + i)).unwrap()[0], i as u8 + 1);
+        }
+        assert_eq!(c.resident_bytes(), 40 * PAGE as u64);
+        assert_eq!(resident_frames(&c), 40);
+    }
+
+    /// A cache opened under a limit touches only the frames up to it; the rest of
+    /// its capacity stays out of memory until the limit rises.
+    #[test]
+    fn a_cache_opened_under_a_limit_holds_only_the_limit() {
+        let mut c = PageCache::with_limit(256, 32).unwrap();
+        assert_eq!(c.capacity(), 256);
+        assert_eq!(c.resident_bytes(), 32 * PAGE as u64);
+        assert_eq!(resident_frames(&c), 32);
+        for i in 0..100u64 {
+            c.put(Unit(i), &vec![i as u8; PAGE]);
+        }
+        assert_eq!(resident_frames(&c), 32);
+        assert_eq!(c.get(Unit(99)).unwrap()[0], 99);
+        assert!(c.get(Unit(67)).is_none(), "evicted at the limit");
+        c.set_limit(256);
+        for i in 100..400u64 {
+            c.put(Unit(i), &vec![i as u8; PAGE]);
+        }
+        assert_eq!(resident_frames(&c), 256);
+        assert!(c.meta_bytes() <= 256 * META_PER_FRAME);
     }
 }

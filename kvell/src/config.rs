@@ -1,8 +1,9 @@
 //! Configuration: from `kvell.*` options (the driver) or built directly (tests), the
 //! engine's limits, and what `EngineInfo` says about them.
 
+use crate::budget::Budget;
 use crate::io::sim::{Sim, SimDisk};
-use crate::io::{Backend, IoFlags, psync::Psync, uring::Uring};
+use crate::io::{Backend, IoFlags, PAGE, psync::Psync, uring::Uring};
 use crate::slab;
 use kvapi::{Durability, EngineInfo, Error, Limits, Result};
 use std::path::PathBuf;
@@ -48,8 +49,17 @@ pub struct Config {
     /// One directory per disk; workers are assigned to them in contiguous blocks.
     pub dirs: Vec<PathBuf>,
     pub workers: usize,
-    /// Page cache bytes, total across workers.
+    /// Page cache bytes, total across workers: fixed, unless a memory budget
+    /// (`memory`) sizes the cache instead.
     pub cache_bytes: u64,
+    /// The memory budget (`kvell.memory`), total across workers: each worker's page
+    /// cache, index and fixed memory stay within `memory / workers`, the cache giving
+    /// way as the index grows (see `budget.rs`). `None`: no budget, the cache is
+    /// `cache_bytes`.
+    pub memory: Option<u64>,
+    /// `kvell.cache` was given with `kvell.memory`: the cache stays fixed at
+    /// `cache_bytes`, overriding the budget's split (which is then only stated).
+    pub cache_given: bool,
     pub queue_depth: usize,
     pub batch: usize,
     pub mode: Mode,
@@ -73,6 +83,8 @@ impl Config {
             dirs: vec![dir.into()],
             workers: 2,
             cache_bytes: 256 << 20,
+            memory: None,
+            cache_given: false,
             queue_depth: 64,
             batch: 64,
             mode: Mode::Direct,
@@ -96,7 +108,13 @@ impl Config {
         let mut c = Config::new("");
         c.dirs = dirs;
         c.workers = o.usize("workers", 2)?;
-        c.cache_bytes = o.bytes("cache", 256 << 20)?;
+        if o.is_set("memory") {
+            c.memory = Some(o.bytes("memory", 0)?);
+        }
+        c.cache_given = o.is_set("cache");
+        if c.memory.is_none() || c.cache_given {
+            c.cache_bytes = o.bytes("cache", 256 << 20)?;
+        }
         c.queue_depth = o.usize("queue_depth", 64)?;
         c.batch = o.usize("batch", 64)?;
         c.mode = match o
@@ -141,6 +159,23 @@ impl Config {
             return bad("freelist: must be at least 1");
         }
         Ok(())
+    }
+
+    /// Each worker's budget, when a budget sizes the cache (`kvell.memory` without
+    /// `kvell.cache`).
+    pub(crate) fn budget(&self) -> Option<Budget> {
+        match self.memory {
+            Some(m) if !self.cache_given => Some(Budget::per_worker(m, self.workers)),
+            _ => None,
+        }
+    }
+
+    /// Page cache bytes across workers: the capacity under a budget, else fixed.
+    pub(crate) fn cache_capacity(&self) -> u64 {
+        match self.budget() {
+            Some(b) => b.cache_frames() as u64 * PAGE as u64 * self.workers as u64,
+            None => self.cache_bytes,
+        }
     }
 
     pub(crate) fn format(&self) -> slab::Format {
@@ -188,7 +223,7 @@ impl Config {
         let mut settings = vec![
             ("dir".to_string(), join(&self.dirs)),
             ("workers".into(), self.workers.to_string()),
-            ("cache".into(), self.cache_bytes.to_string()),
+            ("cache".into(), self.cache_capacity().to_string()),
             ("queue_depth".into(), self.queue_depth.to_string()),
             ("batch".into(), self.batch.to_string()),
             (
@@ -201,6 +236,27 @@ impl Config {
             ("scan_in_flight".into(), self.scan_in_flight.to_string()),
             ("checksum".into(), self.checksum.to_string()),
         ];
+        let mut notes = Vec::new();
+        match (self.memory, self.budget()) {
+            (Some(m), Some(b)) => {
+                settings.push(("memory".into(), m.to_string()));
+                settings.push(("memory_split".into(), b.describe(self.workers)));
+                notes.extend(Budget::notes());
+            }
+            (Some(m), None) => {
+                settings.push(("memory".into(), m.to_string()));
+                settings.push((
+                    "memory_split".into(),
+                    format!(
+                        "kvell.cache overrides the budget: a fixed page cache of {} bytes \
+                         ({} per worker), the index and fixed memory on top",
+                        self.cache_bytes,
+                        self.cache_bytes / self.workers as u64
+                    ),
+                ));
+            }
+            _ => {}
+        }
         for (k, v) in &self.settings {
             if !settings.iter().any(|(s, _)| s == k) {
                 settings.push((k.clone(), v.clone()));
@@ -208,13 +264,17 @@ impl Config {
         }
         settings.push(("recovery_us".into(), recovery_us.to_string()));
         settings.push(("recovery_bytes".into(), recovery_bytes.to_string()));
-        let mut notes = vec![
+        notes.extend([
             "large items (over 4 KiB) bypass the page cache".to_string(),
             "a page with I/O in flight is written from its own buffer, never a cache frame"
                 .to_string(),
-        ];
+        ]);
         if !self.direct {
-            notes.push("kvell.direct=false: buffered I/O, the OS page cache is used too".into());
+            notes.push(
+                "kvell.direct=false: buffered I/O, the OS page cache of the slabs is used too, \
+                 outside any budget (bounded only by the driver's memory cgroup)"
+                    .into(),
+            );
         }
         if repaired > 0 {
             notes.push(format!(
@@ -225,7 +285,7 @@ impl Config {
             engine: "kvell".into(),
             durability,
             durability_setting: setting.into(),
-            cache_bytes: Some(self.cache_bytes),
+            cache_bytes: Some(self.cache_capacity()),
             direct_io: Some(self.direct),
             settings,
             notes,

@@ -137,6 +137,7 @@ impl Engine for Kvell {
         let (mut br, mut bw, mut r, mut w, mut h, mut m) = (0, 0, 0, 0, 0, 0);
         let (mut items, mut ib) = (0u64, 0u64);
         let mut extra = [0u64; 6];
+        let mut mem = [0u64; 5];
         for wk in &self.shared.workers {
             let s = &wk.stats;
             br += s.bytes_read.load(Relaxed);
@@ -150,6 +151,11 @@ impl Engine for Kvell {
             extra[2] += s.wait_ns.load(Relaxed);
             extra[3] += s.idle_ns.load(Relaxed);
             extra[4] += s.submits.load(Relaxed);
+            mem[0] += s.mem_page_cache.load(Relaxed);
+            mem[1] += s.mem_cache_meta.load(Relaxed);
+            mem[2] += s.mem_io_buffers.load(Relaxed);
+            mem[3] += s.mem_worker.load(Relaxed);
+            mem[4] += s.mem_index.load(Relaxed);
             // A poisoned index (a panic while it was held) is left out of the counts;
             // its worker's requests report `Error::Poisoned`.
             if let Ok(idx) = crate::index::lock(&wk.index) {
@@ -174,6 +180,13 @@ impl Engine for Kvell {
             ("recovery_us".into(), self.recovery_us),
             ("recovery_bytes".into(), self.recovery_bytes),
             ("recovery_torn_items".into(), self.recovery_torn_items),
+            // Gauges: bytes held, as of each worker's last fit of its cache to its
+            // budget (budget.rs), so they add up as the worker saw them.
+            ("memory.page_cache".into(), mem[0]),
+            ("memory.index".into(), mem[4]),
+            ("memory.cache_meta".into(), mem[1]),
+            ("memory.io_buffers".into(), mem[2]),
+            ("memory.worker".into(), mem[3]),
         ];
         c
     }

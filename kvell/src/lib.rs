@@ -8,6 +8,7 @@
 //! its module map: a request goes `engine.rs` -> `route.rs` -> `worker/` (`run.rs`,
 //! `keys.rs`, `read.rs` / `write.rs`, `units.rs`, `queue.rs`, `complete.rs`) -> `io/`.
 
+mod budget;
 mod cache;
 mod clean;
 mod config;

@@ -1,9 +1,11 @@
 //! Opening the engine: every data directory is claimed and its layout checked; then
 //! each worker, on its own thread and in parallel with the others, opens its backend,
-//! recovers its slabs while a helper thread sets up its page cache, marks its
-//! clean-shutdown record open and starts serving; the scan thread starts last.
+//! recovers its slabs while a helper thread sets up its page cache (under a memory
+//! budget: after recovery, to the frames the budget leaves beside the index), marks
+//! its clean-shutdown record open and starts serving; the scan thread starts last.
 
-use crate::cache::PageCache;
+use crate::budget::worker_other;
+use crate::cache::{META_PER_FRAME, PageCache};
 use crate::config::Config;
 use crate::index::Index;
 use crate::poison::Poison;
@@ -171,27 +173,47 @@ fn open_worker(
 ) -> Result<(Worker, WorkerOpened)> {
     let dir = cfg.dir_of(w);
     let mut io = cfg.backend()?;
-    // The cache is touched (see `PageCache::new`) by a helper thread while this one
-    // scans the slabs: recovery waits for its reads, the touching is kernel work.
-    let (rec, (cache, cache_us)) = std::thread::scope(|s| {
-        let cache = std::thread::Builder::new()
-            .name(format!("kvell-cache-{w}"))
-            .spawn_scoped(s, || {
-                let t = Instant::now();
-                let c = PageCache::new(cache_bytes);
-                (c, t.elapsed().as_micros() as u64)
-            });
-        // From here on the slabs change: the record says "open" until a clean close.
-        let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
-            .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r));
-        let cache = match cache {
-            Ok(h) => h
-                .join()
-                .map_err(|_| Error::Engine("setting up the page cache panicked".into())),
-            Err(e) => Err(Error::io("spawning the page-cache thread", e)),
-        };
-        rec.and_then(|r| cache.map(|c| (r, c)))
-    })?;
+    let (rec, (cache, cache_us)) = match cfg.budget() {
+        // Under a budget the cache is set up after recovery: recovery's key map is
+        // freed by then, and the index is known, so only the frames the budget
+        // leaves beside it are touched (the others stay out of memory).
+        Some(b) => {
+            let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
+                .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r))?;
+            let t = Instant::now();
+            // The key map recovery freed leaves the heap before the cache is touched.
+            crate::io::pagemem::trim_heap();
+            let cap = b.cache_frames();
+            let free = rec.slabs.iter().map(|s| s.free.bytes()).sum();
+            let index = rec.index.bytes();
+            let other = index + cap as u64 * META_PER_FRAME + worker_other(index, free);
+            let c = PageCache::with_limit(cap, b.cache_limit(other))?;
+            (rec, (c, t.elapsed().as_micros() as u64))
+        }
+        // The cache is touched (see `PageCache::new`) by a helper thread while this
+        // one scans the slabs: recovery waits for its reads, the touching is kernel
+        // work.
+        None => std::thread::scope(|s| {
+            let cache = std::thread::Builder::new()
+                .name(format!("kvell-cache-{w}"))
+                .spawn_scoped(s, || {
+                    let t = Instant::now();
+                    PageCache::new(cache_bytes).map(|c| (c, t.elapsed().as_micros() as u64))
+                });
+            // From here on the slabs change: the record says "open" until a clean
+            // close.
+            let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
+                .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r));
+            let cache = match cache {
+                Ok(h) => h
+                    .join()
+                    .map_err(|_| Error::Engine("setting up the page cache panicked".into()))
+                    .and_then(|c| c),
+                Err(e) => Err(Error::io("spawning the page-cache thread", e)),
+            };
+            rec.and_then(|r| cache.map(|c| (r, c)))
+        })?,
+    };
     let opened = WorkerOpened {
         bytes: rec.bytes_read,
         repaired: rec.stale + rec.torn + rec.torn_items,
@@ -199,6 +221,7 @@ fn open_worker(
         torn_notes: rec.torn_notes,
         cache_us,
     };
+    let index_bytes = rec.index.bytes();
     *index::lock(&index)? = rec.index;
     let parts = Parts {
         io,
@@ -209,6 +232,7 @@ fn open_worker(
         stats,
         poison,
         ts: rec.max_ts,
+        index_bytes,
     };
     Ok((Worker::new(parts, cfg), opened))
 }

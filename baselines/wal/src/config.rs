@@ -7,6 +7,9 @@ use std::path::PathBuf;
 pub const ENGINE_NAME: &str = "wal";
 pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 64 << 20;
+/// Why a budget refuses: what `Error::OverBudget` says the engine must hold.
+pub const OVER_BUDGET: &str = "the WAL engine keeps its whole image in memory (the image \
+    pages and their index)";
 
 /// How an acknowledged write reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,8 +46,13 @@ pub struct Config {
     /// Large values above this many bytes are written (and synced) before the WAL
     /// record; smaller large values are written in parallel with it.
     pub data_first: usize,
-    /// Memory budget (0 = none given); see the notes in [`EngineInfo`].
+    /// The cache figure given (`wal.cache`, 0 = none): stated as the engine's cache
+    /// budget, bounds nothing (the engine has no cache).
     pub cache: u64,
+    /// The memory budget (`wal.memory`): the image and its index must fit in it; a
+    /// write that would grow them beyond it is refused (`Error::OverBudget`), and so
+    /// is an open whose replayed image does not fit. `None`: no budget.
+    pub memory: Option<u64>,
     /// Every option as resolved, for the result file.
     pub settings: Vec<(String, String)>,
 }
@@ -70,6 +78,11 @@ impl Config {
         let large_value = opts.bytes("large_value", 4096)? as usize;
         let data_first = opts.bytes("data_first", 32 << 10)? as usize;
         let cache = opts.bytes("cache", 0)?;
+        let memory = if opts.is_set("memory") {
+            Some(opts.bytes("memory", 0)?)
+        } else {
+            None
+        };
         opts.finish()?;
         if log_size < 17 * BLOCK as u64 {
             return Err(Error::InvalidArgument(format!(
@@ -94,6 +107,7 @@ impl Config {
             large_value,
             data_first,
             cache,
+            memory,
             settings: opts.resolved(),
         })
     }

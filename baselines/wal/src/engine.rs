@@ -9,7 +9,7 @@
 
 use crate::aio::{AsyncWal, completer};
 use crate::checkpoint::Checkpointer;
-use crate::config::{Config, ENGINE_NAME, Mode, limits};
+use crate::config::{Config, ENGINE_NAME, Mode, OVER_BUDGET, limits};
 use crate::files::{DataFile, MetaFile, WalFile};
 use crate::io::{FileVfs, Vfs};
 use crate::log::Log;
@@ -64,6 +64,17 @@ impl WalEngine {
         let t0 = Instant::now();
         let stats = Arc::new(Stats::default());
         let o = open_files(vfs, &cfg, &stats, t0)?;
+        // The whole image lives in memory: one that does not fit the budget is
+        // refused before anything is written.
+        if let Some(budget) = cfg.memory
+            && o.heap.memory_bytes() > budget
+        {
+            return Err(Error::OverBudget {
+                what: format!("{OVER_BUDGET}: the image replayed at open does not fit"),
+                needed: o.heap.memory_bytes(),
+                budget,
+            });
+        }
         let n = o.header.log_blocks as u64;
         let sync = cfg.mode == Mode::Fdatasync;
         let wal = Arc::new(WalFile::new(o.files.wal, n, sync, stats.clone()));
@@ -127,8 +138,7 @@ impl WalEngine {
             data,
             checkpointer.clone(),
             stats.clone(),
-            cfg.large_value,
-            cfg.data_first,
+            &cfg,
         );
         Ok(Arc::new(WalEngine {
             cfg,
@@ -190,22 +200,55 @@ impl Engine for WalEngine {
             ),
         };
         let n = self.log.blocks();
-        let image = self.store.read().map(|core| core.heap().image_bytes());
+        let held = self
+            .store
+            .read()
+            .map(|core| (core.heap().image_bytes(), core.heap().index_bytes()));
         let mut settings = cfg.settings.clone();
         settings.push(("log_blocks".into(), n.to_string()));
         settings.push(("durability_mode".into(), cfg.mode.name().into()));
+        if let Some(m) = cfg.memory {
+            settings.push((
+                "memory_split".into(),
+                format!(
+                    "the whole budget ({m} bytes) for the image and its index, which must \
+                     fit: no cache to size, a write that would grow them beyond it is \
+                     refused (OVER_BUDGET)"
+                ),
+            ));
+        }
         let mut notes = vec![
-            "the meta image (ordered index keys, records and values under wal.large_value) \
-             is wholly memory-resident, loaded on open and changed in place; wal.cache does \
-             not bound it: it is reported as the budget and the image size is stated here"
-                .to_string(),
-            match &image {
-                Ok(image) => format!("meta image now {image} bytes"),
+            match cfg.memory {
+                Some(m) => format!(
+                    "the meta image (ordered index keys, records and values under \
+                     wal.large_value) is wholly memory-resident by design: with wal.memory \
+                     ({m} bytes) a write that would grow the image and its index beyond it is \
+                     refused with OVER_BUDGET (not applied; nothing acknowledged is \
+                     affected), and an open whose image does not fit fails"
+                ),
+                None => "the meta image (ordered index keys, records and values under \
+                         wal.large_value) is wholly memory-resident by design, loaded on open \
+                         and changed in place; no wal.memory budget: it grows with the data"
+                    .to_string(),
+            },
+            match &held {
+                Ok((image, index)) => format!(
+                    "meta image now {image} bytes, its index {index} bytes (memory.image, \
+                     memory.index)"
+                ),
                 Err(e) => format!("meta image size unknown: {e}"),
             },
             format!("last replay: {}", self.replay_stop),
             "large values are read from the data file with pread through the OS page cache \
-             (no direct I/O, no own cache)"
+             (no direct I/O, no own cache): those pages are bounded only by the driver's \
+             memory cgroup"
+                .to_string(),
+            "the WAL, meta and data files are written through the OS page cache (no direct \
+             I/O): their cached pages are outside the engine's own accounting, bounded only by \
+             the driver's memory cgroup"
+                .to_string(),
+            "a checkpoint holds copies of the dirty pages while it writes them \
+             (memory.checkpoint_copies), for its duration, on top of the image"
                 .to_string(),
             "a write is visible to readers once applied to the image, before its WAL record \
              is durable; it is acknowledged only after"
@@ -213,7 +256,14 @@ impl Engine for WalEngine {
             "wal.log_size applies when the WAL is created; an existing WAL keeps its size"
                 .to_string(),
         ];
-        if let Ok(image) = image
+        if cfg.cache > 0 {
+            notes.push(format!(
+                "wal.cache ({} bytes) is stated as the cache budget and bounds nothing (the \
+                 engine has no cache; wal.memory is the budget it holds to)",
+                cfg.cache
+            ));
+        }
+        if let Ok((image, _)) = held
             && cfg.cache > 0
             && image > cfg.cache
         {
@@ -256,11 +306,18 @@ impl Engine for WalEngine {
 
     fn counters(&self) -> Counters {
         // Without the image (a panic poisoned its lock) the other counters stand.
-        let (items, index_bytes) = match self.store.read() {
-            Ok(core) => (Some(core.heap().items()), Some(core.heap().index_bytes())),
-            Err(_) => (None, None),
+        let (items, index_bytes, image_bytes) = match self.store.read() {
+            Ok(core) => {
+                let h = core.heap();
+                (
+                    Some(h.items()),
+                    Some(h.index_bytes()),
+                    Some(h.image_bytes()),
+                )
+            }
+            Err(_) => (None, None, None),
         };
-        self.stats.counters(items, index_bytes)
+        self.stats.counters(items, index_bytes, image_bytes)
     }
 
     fn native_async(self: Arc<Self>) -> Option<Arc<dyn kvapi::AsyncEngine>> {

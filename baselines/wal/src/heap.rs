@@ -9,10 +9,14 @@ use crate::extent::{Extent, Extents};
 use crate::format::{BLOCK, rd_u16, wr_u16};
 use crate::image::{
     BITMAP_AT, CLASSES, Image, MAX_RECORD, PAGE_HEADER, SB_PAGE_COUNT, Stored, class_of,
-    decode_record, encode_record,
+    decode_record, encode_record, record_len,
 };
 use crate::txn::{Entry, Kind, TxBuild};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Estimated bytes of an index entry besides its key: the location, the key's box
+/// and the `BTreeMap`'s share of a node.
+const INDEX_ENTRY: u64 = 48;
 
 fn loc(page: u32, slot: usize) -> u64 {
     ((page as u64) << 8) | slot as u64
@@ -104,11 +108,44 @@ impl Heap {
 
     /// Estimated memory of the ordered index (keys, locations, tree overhead).
     pub fn index_bytes(&self) -> u64 {
-        self.key_bytes + self.index.len() as u64 * 48
+        self.key_bytes + self.index.len() as u64 * INDEX_ENTRY
     }
 
     pub fn image_bytes(&self) -> u64 {
         (self.image.page_count() * BLOCK) as u64
+    }
+
+    /// What the engine keeps in memory for its data: the image and its index.
+    pub fn memory_bytes(&self) -> u64 {
+        self.image_bytes() + self.index_bytes()
+    }
+
+    /// Bytes by which storing `key` -> `v` would grow [`Heap::memory_bytes`]: a
+    /// page when its record needs a slot and no page of its class has one and no
+    /// page is free (the image grows by a page), and an index entry for a new key.
+    /// An update in place (same slot size) grows nothing.
+    pub fn growth(&self, key: &[u8], v: &Stored) -> u64 {
+        let Some(class) = class_of(record_len(key.len(), v)) else {
+            return 0; // refused by the write path's limits before it gets here
+        };
+        let old = self.index.get(key).copied();
+        if let Some(l) = old {
+            let (p, _) = loc_split(l);
+            if rd_u16(self.image.page(p), 0) as usize == CLASSES[class] {
+                return 0;
+            }
+        }
+        let page = if self.partial[class].is_empty() && self.free_pages.is_empty() {
+            BLOCK as u64
+        } else {
+            0
+        };
+        let entry = if old.is_none() {
+            key.len() as u64 + INDEX_ENTRY
+        } else {
+            0
+        };
+        page + entry
     }
 
     pub fn image(&self) -> &Image {

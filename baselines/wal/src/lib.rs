@@ -45,7 +45,8 @@ use std::sync::Arc;
 
 /// Opens the WAL engine with the `wal.*` properties (prefix removed): `dir`,
 /// `log_size`, `durability` (fdatasync | dsync | none-process), `checkpoint_pct`,
-/// `checkpoint_ms`, `large_value`, `data_first`, `cache`.
+/// `checkpoint_ms`, `large_value`, `data_first`, `cache` (stated only), `memory` (the
+/// budget the image and its index must fit in).
 pub fn open_engine(opts: &kvapi::Options) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
     let cfg = Config::from_options(opts)?;
     Ok(WalEngine::open(cfg)?)

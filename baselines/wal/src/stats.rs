@@ -38,9 +38,12 @@ pub enum Stat {
     OpenRebuildUs,
     OpenCheckpointUs,
     ReplayedTxns,
+    /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
+    /// writes them (0 between checkpoints).
+    CheckpointCopyBytes,
 }
 
-const COUNT: usize = Stat::ReplayedTxns as usize + 1;
+const COUNT: usize = Stat::CheckpointCopyBytes as usize + 1;
 
 /// The engine-specific counters, by name, in the order the result files list them.
 const EXTRA: [(&str, Stat); 16] = [
@@ -85,9 +88,28 @@ impl Stats {
         self.v[s as usize].load(Ordering::Relaxed)
     }
 
-    /// The counters, with the image's `items` and `index_bytes` (none when the image
-    /// could not be read).
-    pub fn counters(&self, items: Option<u64>, index_bytes: Option<u64>) -> Counters {
+    /// The counters, with the image's `items`, `index_bytes` and `image_bytes` (none
+    /// when the image could not be read). The memory gauges: `memory.image` (the
+    /// image's pages), `memory.index` (its index, estimated) and
+    /// `memory.checkpoint_copies` (dirty pages copied by a checkpoint under way).
+    pub fn counters(
+        &self,
+        items: Option<u64>,
+        index_bytes: Option<u64>,
+        image_bytes: Option<u64>,
+    ) -> Counters {
+        let mut extra: Vec<(String, u64)> = EXTRA
+            .iter()
+            .map(|&(name, s)| (name.to_string(), self.get(s)))
+            .collect();
+        if let (Some(image), Some(index)) = (image_bytes, index_bytes) {
+            extra.push(("memory.image".into(), image));
+            extra.push(("memory.index".into(), index));
+        }
+        extra.push((
+            "memory.checkpoint_copies".into(),
+            self.get(Stat::CheckpointCopyBytes),
+        ));
         let written = self.get(Stat::WalBytes)
             + self.get(Stat::CheckpointBytes)
             + self.get(Stat::HeaderBytes)
@@ -101,10 +123,7 @@ impl Stats {
             cache_misses: None,
             items,
             index_bytes,
-            extra: EXTRA
-                .iter()
-                .map(|&(name, s)| (name.to_string(), self.get(s)))
-                .collect(),
+            extra,
         }
     }
 }

@@ -2,10 +2,12 @@
 //! back-pressure), apply the change to the image under the core write lock while
 //! recording its redo entries, reserve the transaction's id and queue it for the
 //! committer, write a large value's data (before the record above `data_first`, in
-//! parallel with it below), then wait until the transaction is complete.
+//! parallel with it below), then wait until the transaction is complete. Under a
+//! memory budget (`wal.memory`) a put that would grow the image and its index beyond
+//! it is refused with `Error::OverBudget` before anything is applied.
 
 use crate::checkpoint::Checkpointer;
-use crate::config::limits;
+use crate::config::{Config, OVER_BUDGET, limits};
 use crate::extent::Extent;
 use crate::files::DataFile;
 use crate::format::BLOCK;
@@ -53,6 +55,8 @@ pub struct Writer {
     large_value: usize,
     /// Large values above this many bytes are written before the WAL record.
     data_first: usize,
+    /// The memory budget (`wal.memory`) the image and its index must fit in.
+    memory: Option<u64>,
 }
 
 /// Log blocks to admit a transaction writing a record of `rec` bytes for: at most
@@ -62,14 +66,15 @@ fn need(rec: usize) -> u64 {
 }
 
 impl Writer {
+    /// The writers over these parts, with `cfg`'s large-value thresholds and
+    /// memory budget.
     pub fn new(
         store: Arc<Store>,
         log: Arc<Log>,
         data: Arc<DataFile>,
         checkpointer: Arc<Checkpointer>,
         stats: Arc<Stats>,
-        large_value: usize,
-        data_first: usize,
+        cfg: &Config,
     ) -> Writer {
         Writer {
             store,
@@ -77,9 +82,29 @@ impl Writer {
             data,
             checkpointer,
             stats,
-            large_value,
-            data_first,
+            large_value: cfg.large_value,
+            data_first: cfg.data_first,
+            memory: cfg.memory,
         }
+    }
+
+    /// Refuses a put that would grow the image and its index beyond the memory
+    /// budget (checked under the core write lock, before anything is applied).
+    fn fits(&self, core: &Core, key: &[u8], v: &Stored) -> Result<()> {
+        let Some(budget) = self.memory else {
+            return Ok(());
+        };
+        let heap = core.heap();
+        let grow = heap.growth(key, v);
+        let needed = heap.memory_bytes() + grow;
+        if grow > 0 && needed > budget {
+            return Err(Error::OverBudget {
+                what: OVER_BUDGET.into(),
+                needed,
+                budget,
+            });
+        }
+        Ok(())
     }
 
     /// The blocking write: begin it, write a large value's data while the committer
@@ -137,6 +162,11 @@ impl Writer {
                     let need = need(record_len(key.len(), &Stored::Inline(v)));
                     self.admit(need)?;
                     let mut core = self.core()?;
+                    if let Err(e) = self.fits(&core, key, &Stored::Inline(v)) {
+                        drop(core);
+                        self.log.unadmit(need)?;
+                        return Err(e);
+                    }
                     let mut tb = TxBuild::default();
                     let old = core.heap_mut().put(&mut tb, key, &Stored::Inline(v));
                     self.reserve(&mut core, &tb, need, false, old)?
@@ -179,6 +209,21 @@ impl Writer {
             return Err(e);
         }
         let mut core = self.core()?;
+        let record = Stored::Extent(Extent {
+            start: 0,
+            blocks,
+            len: v.len() as u32,
+            crc,
+        });
+        if let Err(e) = self.fits(&core, key, &record) {
+            // Nothing points at the data written first: its blocks are free again.
+            if let Some(x) = pre {
+                core.heap_mut().free_extent(&x);
+            }
+            drop(core);
+            self.log.unadmit(need)?;
+            return Err(e);
+        }
         let x = match pre {
             Some(x) => x,
             None => {

@@ -35,6 +35,9 @@ pub(crate) struct Config {
     /// WiredTiger's home, a subdirectory of `dir`.
     pub(crate) home: PathBuf,
     pub(crate) durability: Durability,
+    /// The memory budget (`wiredtiger.memory`), which sizes the cache unless
+    /// `wiredtiger.cache` is given.
+    pub(crate) memory: Option<u64>,
     pub(crate) cache_bytes: u64,
     pub(crate) direct_io: bool,
     pub(crate) checkpoint_secs: u64,
@@ -44,6 +47,12 @@ pub(crate) struct Config {
     pub(crate) internal_page_max: u64,
     pub(crate) eviction_threads_min: u64,
     pub(crate) eviction_threads_max: u64,
+}
+
+/// The cache a memory budget (`wiredtiger.memory`) gives WiredTiger: the budget,
+/// rounded down to whole KiB so the configuration states it exactly.
+pub(crate) fn cache_of_budget(memory: u64) -> u64 {
+    memory / 1024 * 1024
 }
 
 /// A size the way WiredTiger's configuration writes it (KB, MB, GB are powers of
@@ -86,13 +95,27 @@ impl Config {
             "process",
             &["none", "process", "power"],
         )?)?;
-        let cache_bytes = range(
-            "cache",
-            o.bytes("cache", 256 << 20)?,
-            1 << 20,
-            10 << 40,
-            "WiredTiger's cache is 1 MiB to 10 TiB",
-        )?;
+        let memory = if o.is_set("memory") {
+            Some(o.bytes("memory", 0)?)
+        } else {
+            None
+        };
+        let cache_bytes = match memory {
+            Some(m) if !o.is_set("cache") => range(
+                "memory",
+                cache_of_budget(m),
+                1 << 20,
+                10 << 40,
+                "the cache it gives WiredTiger must be 1 MiB to 10 TiB",
+            )?,
+            _ => range(
+                "cache",
+                o.bytes("cache", 256 << 20)?,
+                1 << 20,
+                10 << 40,
+                "WiredTiger's cache is 1 MiB to 10 TiB",
+            )?,
+        };
         let direct_io = o.bool("direct_io", true)?;
         let checkpoint_secs = range(
             "checkpoint_secs",
@@ -135,6 +158,7 @@ impl Config {
             home: dir.join(HOME),
             dir,
             durability,
+            memory,
             cache_bytes,
             direct_io,
             checkpoint_secs,
@@ -269,6 +293,20 @@ mod tests {
         ]));
         let c = Config::from_options(&Options::new("wiredtiger", &[])).unwrap();
         assert_eq!(c.cache_bytes, 256 << 20);
+        let m = Config::from_options(&Options::new("wiredtiger", &[("memory", "64M")])).unwrap();
+        assert_eq!((m.cache_bytes, m.memory), (64 << 20, Some(64 << 20)));
+        assert!(m.open_config(true).contains("cache_size=64MB,"));
+        let both = [("memory", "64M"), ("cache", "8M")];
+        let m = Config::from_options(&Options::new("wiredtiger", &both)).unwrap();
+        assert_eq!(
+            m.cache_bytes,
+            8 << 20,
+            "an explicit cache overrides the budget"
+        );
+        assert!(
+            bad(&[("memory", "100K")]),
+            "a cache under WiredTiger's 1 MiB minimum"
+        );
         assert!(c.open_config(true).contains("direct_io=[data]"));
         assert!(c.open_config(false).contains("direct_io=[],"));
         assert!(

@@ -11,7 +11,8 @@
 //! - `power`: the log is fsync'ed at every commit
 //!   (`transaction_sync=(enabled=true,method=fsync)`).
 //!
-//! Options (`wiredtiger.*`): `dir`, `cache` (bytes, default 256M), `durability`,
+//! Options (`wiredtiger.*`): `dir`, `memory` (the memory budget: the cache, unless
+//! `cache` is given), `cache` (bytes, default 256M), `durability`,
 //! `direct_io` (data files, default true), `checkpoint_secs` (default 60),
 //! `session_max` (default 1024), `log_file_max` (default 100M), `leaf_page_max` and
 //! `internal_page_max` (default 4K), `eviction_threads_min`/`_max` (default 1/8, as

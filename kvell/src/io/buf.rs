@@ -108,11 +108,15 @@ impl std::fmt::Debug for AlignedBuf {
 }
 
 /// Reuses page-sized buffers, and buffers of [`RUN`] pages for writes of several
-/// consecutive pages, so the hot path does not allocate.
+/// consecutive pages, so the hot path does not allocate. It also allocates the
+/// buffers of large items (one per I/O, not reused) and counts the bytes of every
+/// buffer it allocated that still exists ([`BufPool::bytes`]: in the pool, in a
+/// prepared write or in flight), for the worker's memory budget.
 #[derive(Default)]
 pub struct BufPool {
     free: Vec<AlignedBuf>,
     runs: Vec<AlignedBuf>,
+    bytes: u64,
 }
 
 /// Most pages one write of consecutive pages carries (256 KiB; 32 gave 240-245K
@@ -120,6 +124,12 @@ pub struct BufPool {
 pub const RUN: usize = 64;
 
 impl BufPool {
+    fn alloc(&mut self, len: usize) -> AlignedBuf {
+        let b = AlignedBuf::new(len);
+        self.bytes += b.capacity() as u64;
+        b
+    }
+
     /// A buffer of at least `len` bytes; one-page buffers come from the pool.
     /// Contents are unspecified for pooled buffers.
     pub fn get(&mut self, len: usize) -> AlignedBuf {
@@ -128,15 +138,27 @@ impl BufPool {
         {
             return b;
         }
-        AlignedBuf::new(len)
+        self.alloc(len)
     }
 
     /// A buffer of `RUN` pages for one write of consecutive pages (the caller
     /// shortens it with `set_len`). Contents are unspecified.
     pub fn get_run(&mut self) -> AlignedBuf {
-        self.runs
-            .pop()
-            .unwrap_or_else(|| AlignedBuf::new(RUN * PAGE))
+        match self.runs.pop() {
+            Some(b) => b,
+            None => self.alloc(RUN * PAGE),
+        }
+    }
+
+    /// A zeroed buffer of `len` bytes for a large item's I/O, never pooled: it goes
+    /// back with [`BufPool::drop_large`].
+    pub fn large(&mut self, len: usize) -> AlignedBuf {
+        self.alloc(len)
+    }
+
+    /// A large item's buffer is freed.
+    pub fn drop_large(&mut self, buf: AlignedBuf) {
+        self.bytes -= (buf.capacity() as u64).min(self.bytes);
     }
 
     pub fn put(&mut self, mut buf: AlignedBuf) {
@@ -145,6 +167,15 @@ impl BufPool {
         } else if buf.capacity() == RUN * PAGE && self.runs.len() < 8 {
             buf.set_len(RUN * PAGE);
             self.runs.push(buf);
+        } else {
+            self.drop_large(buf);
         }
+    }
+
+    /// Bytes of the buffers this pool allocated that still exist (pooled, in a
+    /// prepared write or in flight), plus the pool's own lists.
+    pub fn bytes(&self) -> u64 {
+        let lists = (self.free.capacity() + self.runs.capacity()) * size_of::<AlignedBuf>();
+        self.bytes + lists as u64
     }
 }

@@ -62,6 +62,7 @@ pub(crate) fn recover(
             free: FreeList::new(freelist, !slab::is_large(class)),
         });
     }
+    let newest = scan.newest();
     // Older copies, holes and torn slots: write a tombstone over each, then reuse the
     // slot.
     let nstale = scan.stale.len() as u64;
@@ -79,7 +80,7 @@ pub(crate) fn recover(
     for (s, f) in slabs.iter_mut().zip(frees) {
         s.free.set_recovered(f);
     }
-    let index = Index::from_sorted(scan.found.into_iter().map(|(k, (loc, _))| (k, loc)));
+    let index = Index::from_sorted(newest.into_iter().map(|(k, loc, _)| (k, loc)));
     Ok(Recovered {
         slabs,
         clean,

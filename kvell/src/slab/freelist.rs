@@ -74,6 +74,11 @@ impl FreeList {
         }
     }
 
+    /// Bytes of memory the list holds (its heads and recovered slots).
+    pub fn bytes(&self) -> u64 {
+        ((self.heads.capacity() + self.recovered.capacity()) * size_of::<u64>()) as u64
+    }
+
     /// A tombstone was written at `slot`: it becomes the newest head.
     pub fn freed(&mut self, slot: u64) {
         self.heads.push_back(slot);

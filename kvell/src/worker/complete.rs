@@ -36,7 +36,9 @@ impl Worker {
             let page = &d.buf[i * unit_len..(i + 1) * unit_len];
             self.complete_unit(u, d.kind, page, d.result.as_ref().err());
         }
-        if !large {
+        if large {
+            self.queue.pool.drop_large(d.buf);
+        } else {
             self.queue.pool.put(d.buf);
         }
         self.run_deferred();

@@ -15,10 +15,13 @@
 //!   flight, writes of consecutive pages joined into one I/O;
 //! - `complete.rs`: a completion puts the page in the cache, acknowledges the requests
 //!   that were waiting for the write, and steps the ones waiting for the unit;
+//! - `memory.rs`: once per turn, the page cache is fitted to the memory budget and
+//!   the memory gauges are stored;
 //! - `state.rs` holds the worker's state, `op.rs` a request as the worker keeps it.
 
 mod complete;
 mod keys;
+mod memory;
 mod op;
 mod queue;
 mod read;

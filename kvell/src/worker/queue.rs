@@ -13,7 +13,7 @@
 //! one I/O against `queue_depth`.
 
 use super::units::Units;
-use crate::io::{AlignedBuf, Backend, BufPool, IoDone, IoKind, IoReq, PAGE, RUN};
+use crate::io::{Backend, BufPool, IoDone, IoKind, IoReq, PAGE, RUN};
 use crate::poison::Poison;
 use crate::slab::{self, Slab, Unit};
 use crate::stats::Stats;
@@ -89,7 +89,7 @@ impl IoQueue {
                 let mut buf = match kind {
                     IoKind::Read => {
                         if slab::is_large(class) {
-                            AlignedBuf::new(slab::unit_len(class))
+                            self.pool.large(slab::unit_len(class))
                         } else {
                             self.pool.get(PAGE)
                         }

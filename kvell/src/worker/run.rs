@@ -21,6 +21,8 @@ impl Worker {
         let mut closing: Option<Sender<Result<()>>> = None;
         let mut disconnected = false;
         loop {
+            // The page cache gives way to the index as it grows (memory budget).
+            self.fit_memory();
             let mut got = false;
             if closing.is_none() && !disconnected {
                 if self.ops.active() == 0 && self.queue.is_idle() {

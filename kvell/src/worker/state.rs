@@ -5,6 +5,7 @@ use super::keys::Keys;
 use super::op::Ops;
 use super::queue::IoQueue;
 use super::units::Units;
+use crate::budget::Budget;
 use crate::cache::PageCache;
 use crate::clean::CleanRecord;
 use crate::config::{Config, Mode};
@@ -29,6 +30,8 @@ pub(crate) struct Parts {
     pub(crate) poison: Arc<Poison>,
     /// The largest timestamp found: the worker's writes count on from it.
     pub(crate) ts: u64,
+    /// Bytes of the recovered index.
+    pub(crate) index_bytes: u64,
 }
 
 pub(crate) struct Worker {
@@ -55,6 +58,13 @@ pub(crate) struct Worker {
     pub(super) keys: Keys,
     /// Index operations so far (see `index_clock`).
     index_ticks: u32,
+    /// The worker's share of the memory budget, when it sizes the cache.
+    pub(super) budget: Option<Budget>,
+    /// Bytes of the index, as of its last change (noted under its lock by the write
+    /// path).
+    pub(super) index_bytes: u64,
+    /// Index bytes beyond which the cache no longer fits the budget (`fit_memory`).
+    pub(super) refit_at: u64,
 }
 
 /// One index operation in this many is timed.
@@ -79,6 +89,9 @@ impl Worker {
             deferred: Vec::new(),
             keys: Keys::default(),
             index_ticks: 0,
+            budget: cfg.budget(),
+            index_bytes: p.index_bytes,
+            refit_at: u64::MAX,
         }
     }
 

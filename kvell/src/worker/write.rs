@@ -102,11 +102,12 @@ impl Worker {
         let mut got = None;
         let mut failed = None;
         let (slabs, io, poison, dsync) = (&mut self.slabs, &mut self.io, &self.poison, self.dsync);
+        let mut index_bytes = self.index_bytes;
         let WReq::Put(key, _) = &self.ops.get(id).req else {
             unreachable!()
         };
         let old = crate::index::lock(&self.index).map(|mut index| {
-            index.upsert(key, |old| {
+            let old = index.upsert(key, |old| {
                 if in_place(old) {
                     return None;
                 }
@@ -120,9 +121,12 @@ impl Worker {
                         None
                     }
                 }
-            })
+            });
+            index_bytes = index.bytes();
+            old
         });
         self.index_time(t);
+        self.index_changed(index_bytes);
         let old = match old {
             Ok(old) => old,
             Err(e) => return self.finish(id, Err(e)),
@@ -156,10 +160,14 @@ impl Worker {
         let WReq::Delete(key) = &self.ops.get(id).req else {
             unreachable!()
         };
-        let old = match crate::index::lock(&self.index).map(|mut idx| idx.remove(key)) {
-            Ok(old) => old,
-            Err(e) => return self.finish(id, Err(e)),
-        };
+        let old =
+            match crate::index::lock(&self.index).map(|mut idx| (idx.remove(key), idx.bytes())) {
+                Ok((old, bytes)) => {
+                    self.index_changed(bytes);
+                    old
+                }
+                Err(e) => return self.finish(id, Err(e)),
+            };
         match old {
             None => self.finish(id, Ok(Reply::Done)),
             Some(loc) => self.write_tomb(id, loc),
@@ -235,7 +243,7 @@ impl Worker {
                 unreachable!()
             };
             let used = self.fmt.large_pages(key.len(), value.len());
-            let mut buf = AlignedBuf::new(used * PAGE);
+            let mut buf = self.queue.pool.large(used * PAGE);
             self.fmt.write_large(&mut buf, ts, key, value);
             self.prepare(unit, buf, vec![id]);
         } else {
@@ -272,7 +280,7 @@ impl Worker {
         let class = loc.class();
         let next = self.slabs[class].free.next_for_tombstone();
         if slab::is_large(class) {
-            let mut buf = AlignedBuf::new(PAGE);
+            let mut buf = self.queue.pool.large(PAGE);
             self.fmt.write_tomb(&mut buf, ts, next);
             self.prepare(unit, buf, vec![id]);
         } else {

@@ -6,7 +6,7 @@
 //! writer waits for log space. Steps: baselines/wal/DESIGN.md, "Checkpoint".
 
 use crate::files::{MetaFile, WalFile};
-use crate::format::{WalHeader, id_of};
+use crate::format::{BLOCK, WalHeader, id_of};
 use crate::log::Log;
 use crate::stats::{Stat, Stats};
 use crate::store::Store;
@@ -97,6 +97,7 @@ impl Checkpointer {
             let r = self.log.head()?;
             (r, core.take_dirty())
         };
+        let _copies = CopyGauge::new(&self.stats, (pages.len() * BLOCK) as u64);
         let tail = self.log.tail()?;
         if !force && pages.is_empty() && r == tail {
             return Ok(());
@@ -187,5 +188,21 @@ impl Checkpointer {
                 return;
             }
         }
+    }
+}
+
+/// The `memory.checkpoint_copies` gauge while a checkpoint holds its page copies.
+struct CopyGauge<'a>(&'a Stats);
+
+impl<'a> CopyGauge<'a> {
+    fn new(stats: &'a Stats, bytes: u64) -> CopyGauge<'a> {
+        stats.set(Stat::CheckpointCopyBytes, bytes);
+        CopyGauge(stats)
+    }
+}
+
+impl Drop for CopyGauge<'_> {
+    fn drop(&mut self) {
+        self.0.set(Stat::CheckpointCopyBytes, 0);
     }
 }

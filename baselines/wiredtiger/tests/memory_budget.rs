@@ -1,0 +1,129 @@
+//! The memory budget (`wiredtiger.memory`) sizes WiredTiger's cache; what WiredTiger
+//! allocates outside it is measured here in a child process that does nothing else
+//! (`/proc/self/status`: the peak, VmHWM, against the resident memory before the
+//! open): `cargo test --release -p wiredtiger-engine --test memory_budget --
+//! --nocapture` prints it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed step is a failed test (helpers outside #[test] too)"
+)]
+#![cfg(not(wt_missing))]
+
+use kvapi::Options;
+use kvtestkit::TempDir;
+use std::path::Path;
+use std::process::Command;
+
+const BUDGET: u64 = 64 << 20;
+const ITEMS: u64 = 300_000;
+
+fn status(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = s.lines().find(|l| l.starts_with(field)).unwrap();
+    let kb: u64 = line[field.len() + 1..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap();
+    kb << 10
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1 << 20) as f64
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("user{:020}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
+}
+
+fn gauge(e: &dyn kvapi::Engine, name: &str) -> u64 {
+    e.counters()
+        .extra
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+/// The child: 300K items of 1 KiB (about 300 MiB) into a 64 MiB budget, then a read
+/// of every 7th; prints the cache's use and the resident memory's growth.
+#[test]
+#[ignore = "run by the_cache_is_the_budget in a process of its own"]
+fn wt_child() {
+    let dir = std::env::var("WT_MEM_DIR").expect("run by the parent test");
+    let before = status("VmRSS");
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let d = Path::new(&dir).display().to_string();
+    let e = wiredtiger_engine::open_engine(&Options::new(
+        "wiredtiger",
+        &[("dir", &d), ("memory", "64M")],
+    ))
+    .unwrap();
+    assert_eq!(e.info().cache_bytes, Some(BUDGET));
+    let value = |i: u64| kvtestkit::value(i, 1024);
+    let mut most = 0;
+    for i in 0..ITEMS {
+        e.insert(&key(i), &value(i)).unwrap();
+        if i % 10_000 == 0 {
+            most = most.max(gauge(&*e, "memory.cache_bytes"));
+        }
+    }
+    for i in (0..ITEMS).step_by(7) {
+        assert_eq!(e.get(&key(i)).unwrap(), Some(value(i)));
+        if i % 7_000 == 0 {
+            most = most.max(gauge(&*e, "memory.cache_bytes"));
+        }
+    }
+    let (peak, now) = (status("VmHWM") - before, status("VmRSS") - before);
+    println!(
+        "\nwiredtiger: {ITEMS} x 1 KiB into a {:.0} MiB budget (cache_size): the cache held \
+         at most {:.1} MiB; RSS peak growth {:.1} MiB ({:.2} x the budget), growth now {:.1} \
+         MiB",
+        mib(BUDGET),
+        mib(most),
+        mib(peak),
+        peak as f64 / BUDGET as f64,
+        mib(now)
+    );
+    assert!(most <= BUDGET, "WiredTiger's cache held {most} bytes");
+    e.close().unwrap();
+}
+
+/// `wiredtiger.memory` is the cache (unless `wiredtiger.cache` is given), the cache
+/// stays within it, and the child states how much more the process held.
+#[test]
+fn the_cache_is_the_budget() {
+    let dir = TempDir::new("wt-budget");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "wt_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("WT_MEM_DIR", dir.path())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the child failed:\n{text}");
+    assert!(text.contains("1 passed"), "the child ran nothing:\n{text}");
+    for l in text.lines().filter(|l| l.starts_with("wiredtiger:")) {
+        println!("{l}");
+    }
+    let d = TempDir::new("wt-budget-override");
+    let p = d.path().display().to_string();
+    let e = wiredtiger_engine::open_engine(&Options::new(
+        "wiredtiger",
+        &[("dir", &p), ("memory", "64M"), ("cache", "8M")],
+    ))
+    .unwrap();
+    assert_eq!(e.info().cache_bytes, Some(8 << 20));
+    e.close().unwrap();
+}

@@ -1,0 +1,184 @@
+//! Memory lent by the OS page by page, for the page cache's frames: an anonymous
+//! private mapping of its own (`mmap`), so what of it is resident does not depend on
+//! the global allocator (mimalloc, which the driver uses, backs large blocks with
+//! transparent huge pages: touching one 4 KiB frame made 2 MiB resident), pages can
+//! be given back one at a time (`madvise(MADV_DONTNEED)`: they leave the resident
+//! memory at once and read as zeros when touched again), and [`PageMem::resident`]
+//! counts the resident pages (`mincore`) for the tests that check it.
+#![expect(
+    unsafe_code,
+    reason = "mmap, munmap, madvise and mincore are libc calls, and the slices over the \
+              mapping; each use has its SAFETY note"
+)]
+
+use super::PAGE;
+use std::io;
+use std::ops::Range;
+use std::ptr::NonNull;
+
+/// A zeroed anonymous mapping of whole pages, owned like a `Box<[u8]>`.
+pub struct PageMem {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is uniquely owned memory (like a Box<[u8]>).
+unsafe impl Send for PageMem {}
+// SAFETY: shared references only give out `&[u8]`.
+unsafe impl Sync for PageMem {}
+
+impl PageMem {
+    /// `pages` zeroed pages, none of them resident until touched. `huge`: the kernel
+    /// may back them with transparent huge pages (`MADV_HUGEPAGE`: fewer TLB misses,
+    /// but a touch makes 2 MiB resident); otherwise it may not (`MADV_NOHUGEPAGE`,
+    /// so residency is exact to the 4 KiB page). Either advice is a hint: refused, it
+    /// changes nothing.
+    pub fn new(pages: usize, huge: bool) -> io::Result<PageMem> {
+        let len = pages.max(1) * PAGE;
+        // SAFETY: a new private anonymous mapping at an address the kernel chooses;
+        // nothing else is mapped or changed.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        let advice = if huge {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: the range is the mapping just made; the advice only sets the
+        // kernel's huge-page policy for it (its bytes do not change).
+        let _ = unsafe { libc::madvise(raw, len, advice) };
+        Ok(PageMem { ptr, len })
+    }
+
+    fn check(&self, pages: &Range<usize>) -> io::Result<(*mut u8, usize)> {
+        if pages.start > pages.end || pages.end > self.len / PAGE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("pages {pages:?} of a mapping of {}", self.len / PAGE),
+            ));
+        }
+        // SAFETY: start <= len / PAGE (checked), so the offset stays within (or one
+        // past the end of) the mapping.
+        let at = unsafe { self.ptr.as_ptr().add(pages.start * PAGE) };
+        Ok((at, pages.len() * PAGE))
+    }
+
+    /// Gives pages `pages` back to the OS: they stop counting in the process's
+    /// resident memory and read as zeros when next touched. An error leaves them as
+    /// they were.
+    pub fn release(&mut self, pages: Range<usize>) -> io::Result<()> {
+        let (at, len) = self.check(&pages)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies within the mapping (checked) and is page-aligned
+        // (the mapping is, and so are whole pages of it); `&mut self` means no
+        // reference to its bytes is alive. On a private anonymous mapping
+        // MADV_DONTNEED replaces the pages by zero-fill-on-demand ones: the bytes stay
+        // initialised (zeros) and the mapping stays ours.
+        let r = unsafe { libc::madvise(at.cast(), len, libc::MADV_DONTNEED) };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// How many of pages `pages` are resident.
+    pub fn resident(&self, pages: Range<usize>) -> io::Result<usize> {
+        let (at, len) = self.check(&pages)?;
+        let mut v = vec![0u8; pages.len()];
+        if len == 0 {
+            return Ok(0);
+        }
+        // SAFETY: the range lies within the mapping and is page-aligned (checked);
+        // mincore writes one byte per page of it into `v`, which has that many.
+        let r = unsafe { libc::mincore(at.cast(), len, v.as_mut_ptr()) };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(v.iter().filter(|&&b| b & 1 == 1).count())
+    }
+}
+
+impl std::ops::Deref for PageMem {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the mapping is `len` readable bytes, initialised (zero-filled by
+        // the kernel), owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for PageMem {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in deref, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for PageMem {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once; no reference to it
+        // outlives self.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// Gives the free memory of the C allocator's heaps back to the OS (glibc's
+/// `malloc_trim`, which also releases whole free pages inside its arenas; elsewhere
+/// nothing). glibc keeps what a thread freed in its arena: recovery's key map, freed
+/// once the index is built, stayed resident beside the page cache set up after it.
+/// (A global allocator other than the system's returns its own free memory.)
+pub fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only gives free memory of glibc's allocator back to the
+    // OS; it touches no allocated block.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pages are resident once touched; released pages leave the resident set and
+    /// read as zeros; a range beyond the mapping is refused.
+    #[test]
+    fn released_pages_are_not_resident() {
+        let mut m = PageMem::new(64, false).unwrap();
+        assert_eq!(m.resident(0..64).unwrap(), 0, "nothing touched yet");
+        for i in (0..m.len()).step_by(PAGE) {
+            m[i] = 7;
+        }
+        assert_eq!(m.resident(0..64).unwrap(), 64);
+        m.release(16..48).unwrap();
+        assert_eq!(m.resident(0..64).unwrap(), 32);
+        assert_eq!(m.resident(16..48).unwrap(), 0);
+        assert!(m.release(60..65).is_err());
+        assert!(m.resident(65..66).is_err());
+        assert_eq!(
+            m.resident(0..64).unwrap(),
+            32,
+            "a refused release changes nothing"
+        );
+        // (reading a released page maps the zero page: it counts as resident again)
+        assert_eq!((m[16 * PAGE], m[47 * PAGE + 9]), (0, 0));
+        assert_eq!((m[15 * PAGE], m[48 * PAGE]), (7, 7));
+    }
+}
