@@ -34,7 +34,9 @@ pub fn why_not_built(name: &str) -> Option<String> {
         return None;
     }
     Some(match name {
-        "rocksdb" => "built without the rocksdb feature (cargo build -p ycsb --features rocksdb)".into(),
+        "rocksdb" => {
+            "built without the rocksdb feature (cargo build -p ycsb --features rocksdb)".into()
+        }
         "wiredtiger" => {
             #[cfg(feature = "wiredtiger")]
             {

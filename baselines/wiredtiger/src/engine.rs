@@ -11,6 +11,49 @@ use kvapi::{Counters, DirLock, Engine, EngineInfo, Error, Options, Pair, Result,
 pub struct WiredTigerEngine {
     sessions: Sessions,
     info: EngineInfo,
+    trimmer: Trimmer,
+}
+
+/// A thread that trims the C heap once a second while the engine is open (see
+/// `ffi::heap`).
+struct Trimmer {
+    stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Trimmer {
+    fn start() -> Result<Trimmer> {
+        let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let s2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("wt-heap-trim".into())
+            .spawn(move || {
+                let (lock, cv) = &*s2;
+                let mut stopped = kvapi::sync::lock_handoff(lock);
+                while !*stopped {
+                    stopped = kvapi::sync::wait_timeout_handoff(
+                        cv,
+                        stopped,
+                        std::time::Duration::from_secs(1),
+                    );
+                    crate::ffi::heap::trim();
+                }
+            })
+            .map_err(|e| Error::io("starting the heap trimmer", e))?;
+        Ok(Trimmer {
+            stop,
+            thread: std::sync::Mutex::new(Some(thread)),
+        })
+    }
+
+    fn stop(&self) {
+        let (lock, cv) = &*self.stop;
+        *kvapi::sync::lock_handoff(lock) = true;
+        cv.notify_all();
+        if let Some(t) = kvapi::sync::lock_handoff(&self.thread).take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl WiredTigerEngine {
@@ -27,6 +70,7 @@ impl WiredTigerEngine {
         Ok(WiredTigerEngine {
             sessions: Sessions::new(conn, cfg.home.clone()),
             info,
+            trimmer: Trimmer::start()?,
         })
     }
 
@@ -122,12 +166,14 @@ impl Engine for WiredTigerEngine {
     }
 
     fn close(&self) -> Result<()> {
+        self.trimmer.stop();
         self.sessions.close()
     }
 }
 
 impl Drop for WiredTigerEngine {
     fn drop(&mut self) {
+        self.trimmer.stop();
         let _ = self.sessions.close();
     }
 }

@@ -9,6 +9,7 @@
 //! points into Rust memory: every operation ends with `WT_CURSOR::reset`.
 
 mod connection;
+pub(crate) mod heap;
 mod report;
 mod session;
 pub(crate) mod stat;
