@@ -20,9 +20,10 @@
 //! - the memory figures stay per client (each process's own), listed in the notes.
 
 use crate::error::{Error, Result};
+use crate::measure::summary;
 use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::Deserializer;
 use kvtb_schema::{OpSummary, Phase, RunFile, Sample};
 use std::collections::BTreeMap;
 
@@ -33,34 +34,6 @@ fn decode(b64: &str) -> Result<Histogram<u64>> {
     Deserializer::new()
         .deserialize(&mut std::io::Cursor::new(bytes))
         .map_err(|e| Error::failed(format!("a histogram does not decode: {e:?}")))
-}
-
-fn encode(h: &Histogram<u64>) -> Result<String> {
-    let mut buf = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut buf)
-        .map_err(|e| Error::failed(format!("a merged histogram does not encode: {e:?}")))?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(&buf))
-}
-
-/// One operation's summary from its merged histogram.
-fn summary(name: &str, h: &Histogram<u64>, status: BTreeMap<String, u64>) -> Result<OpSummary> {
-    let us = |ns: u64| ns as f64 / 1000.0;
-    Ok(OpSummary {
-        name: name.to_string(),
-        operations: h.len(),
-        average_us: h.mean() / 1000.0,
-        min_us: us(h.min()),
-        max_us: us(h.max()),
-        p50_us: us(h.value_at_quantile(0.5)),
-        p90_us: us(h.value_at_quantile(0.9)),
-        p95_us: us(h.value_at_quantile(0.95)),
-        p99_us: us(h.value_at_quantile(0.99)),
-        p999_us: us(h.value_at_quantile(0.999)),
-        p9999_us: us(h.value_at_quantile(0.9999)),
-        status,
-        histogram_v2_base64: encode(h)?,
-    })
 }
 
 /// The operations of several clients' phases, merged by name.
@@ -91,7 +64,7 @@ fn merge_ops(phases: &[&Phase]) -> Result<Vec<OpSummary>> {
     names
         .iter()
         .filter_map(|n| hists.get(n).map(|h| (n, h)))
-        .map(|(n, h)| summary(n, h, status.remove(n).unwrap_or_default()))
+        .map(|(n, h)| Ok(summary(n.clone(), h, status.remove(n).unwrap_or_default())))
         .collect()
 }
 
@@ -285,14 +258,11 @@ mod tests {
             started_unix_ms: Some(start_ms),
             runtime_ms: 2000.0,
             operations: lat_us.len() as u64,
-            ops: vec![
-                summary(
-                    "READ",
-                    &h,
-                    BTreeMap::from([("OK".into(), lat_us.len() as u64)]),
-                )
-                .unwrap(),
-            ],
+            ops: vec![summary(
+                "READ".into(),
+                &h,
+                BTreeMap::from([("OK".into(), lat_us.len() as u64)]),
+            )],
             timeline: vec![
                 Sample {
                     t: 1.0,

@@ -21,22 +21,7 @@ fn slot_hash(key: &[u8], slot: usize) -> u64 {
     h
 }
 
-fn fill(out: &mut [u8], seed: u64) {
-    let mut x = seed | 1;
-    let mut chunks = out.chunks_exact_mut(8);
-    for c in &mut chunks {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.copy_from_slice(&x.to_le_bytes());
-    }
-    let rest = chunks.into_remainder();
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    let n = rest.len();
-    rest.copy_from_slice(&x.to_le_bytes()[..n]);
-}
+use crate::value::fill;
 
 fn seed(h: u64, version: u64, len: usize) -> u64 {
     h ^ version.wrapping_mul(0x9E37_79B9_7F4A_7C15)

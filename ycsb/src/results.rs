@@ -84,3 +84,38 @@ pub fn unix_now() -> u64 {
         .map(|d| d.as_secs())
         .unwrap_or(0)
 }
+
+/// The run file of an engine run that produced none of its own (killed at its memory
+/// limit, failed before writing): the command, the commit, the machine, the engine's
+/// name and a note; no phases.
+pub fn stub_run(engine: &str, note: &str) -> kvtb_schema::RunFile {
+    kvtb_schema::RunFile {
+        format: kvtb_schema::SCHEMA_VERSION,
+        testbed_version: env!("CARGO_PKG_VERSION").into(),
+        command: std::env::args().collect(),
+        commit: env!("KVTB_COMMIT").into(),
+        started_unix_s: unix_now(),
+        machine: crate::machine::describe(None),
+        engine: kvtb_schema::Engine {
+            name: engine.into(),
+            durability: String::new(),
+            durability_setting: String::new(),
+            cache_bytes: None,
+            direct_io: None,
+            settings: Default::default(),
+            notes: if note.is_empty() {
+                vec![]
+            } else {
+                vec![note.into()]
+            },
+            max_key: 0,
+            max_value: 0,
+        },
+        workload: String::new(),
+        properties: Default::default(),
+        workload_resolved: Default::default(),
+        driving: Default::default(),
+        memory: Default::default(),
+        phases: vec![],
+    }
+}

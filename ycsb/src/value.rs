@@ -34,7 +34,8 @@ fn mix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn fill(out: &mut [u8], seed: u64) {
+/// Fills `out` with a xorshift stream seeded by `seed` (shared with `record.rs`).
+pub(crate) fn fill(out: &mut [u8], seed: u64) {
     let mut x = seed | 1;
     let mut chunks = out.chunks_exact_mut(8);
     for c in &mut chunks {

@@ -151,7 +151,7 @@ fn run_child(a: &CompareArgs, drive: &DriveArgs, engine: &str, name: &str) -> Re
             };
             let msg = format!("failed: exit {code:?}: {why}");
             eprintln!("   {engine} {msg}");
-            let mut r = read.unwrap_or_else(|| failed_record(engine));
+            let mut r = read.unwrap_or_else(|| ycsb::results::stub_run(engine, ""));
             r.engine.notes.push(msg);
             Ok(r)
         }
@@ -168,35 +168,6 @@ fn last_error_line(log: &Path) -> Option<String> {
         .find(|l| l.starts_with("error: "))
         .or(lines.last())
         .map(|l| l.trim_start_matches("error: ").to_string())
-}
-
-/// The stand-in run file of an engine whose run wrote none.
-fn failed_record(engine: &str) -> RunFile {
-    RunFile {
-        format: kvtb_schema::SCHEMA_VERSION,
-        testbed_version: env!("CARGO_PKG_VERSION").into(),
-        command: std::env::args().collect(),
-        commit: env!("KVTB_COMMIT").into(),
-        started_unix_s: ycsb::results::unix_now(),
-        machine: Default::default(),
-        engine: kvtb_schema::Engine {
-            name: engine.into(),
-            durability: String::new(),
-            durability_setting: String::new(),
-            cache_bytes: None,
-            direct_io: None,
-            settings: Default::default(),
-            notes: vec![],
-            max_key: 0,
-            max_value: 0,
-        },
-        workload: String::new(),
-        properties: Default::default(),
-        workload_resolved: Default::default(),
-        driving: Default::default(),
-        memory: Default::default(),
-        phases: vec![],
-    }
 }
 
 /// Each engine's median run by run throughput, and its (min, max) over the repeats.

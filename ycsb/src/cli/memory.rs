@@ -15,11 +15,11 @@
 //! then says so and it is flagged).
 
 use clap::ValueEnum;
-use kvtb_schema::{Engine, MemoryBound, RunFile, SCHEMA_VERSION};
+use kvtb_schema::{MemoryBound, RunFile};
 use std::path::Path;
 use std::process::Command;
 use ycsb::memory::{Cgroup, CgroupVersion};
-use ycsb::results::{unix_now, write_json};
+use ycsb::results::write_json;
 use ycsb::{Error, Result};
 
 /// The exit code of a run whose engine did not fit its memory budget.
@@ -195,38 +195,18 @@ pub(super) fn hold(
 
 /// The run file of an engine killed at its memory limit: no phases, the kill stated.
 fn killed_record(engine: &str, budget: u64, limit: Option<u64>) -> RunFile {
-    RunFile {
-        format: SCHEMA_VERSION,
-        testbed_version: env!("CARGO_PKG_VERSION").into(),
-        command: std::env::args().collect(),
-        commit: env!("KVTB_COMMIT").into(),
-        started_unix_s: unix_now(),
-        machine: ycsb::machine::describe(None),
-        engine: Engine {
-            name: engine.into(),
-            durability: String::new(),
-            durability_setting: String::new(),
-            cache_bytes: None,
-            direct_io: None,
-            settings: Default::default(),
-            notes: vec!["killed by the kernel at its memory limit: over budget".into()],
-            max_key: 0,
-            max_value: 0,
-        },
-        workload: String::new(),
-        properties: Default::default(),
-        workload_resolved: Default::default(),
-        driving: Default::default(),
-        memory: MemoryBound {
-            budget_bytes: Some(budget),
-            enforcement: "memory cgroup of this run: the kernel killed the engine at its limit"
-                .into(),
-            limit_bytes: limit,
-            killed_at_limit: true,
-            ..MemoryBound::default()
-        },
-        phases: vec![],
-    }
+    let mut r = ycsb::results::stub_run(
+        engine,
+        "killed by the kernel at its memory limit: over budget",
+    );
+    r.memory = MemoryBound {
+        budget_bytes: Some(budget),
+        enforcement: "memory cgroup of this run: the kernel killed the engine at its limit".into(),
+        limit_bytes: limit,
+        killed_at_limit: true,
+        ..MemoryBound::default()
+    };
+    r
 }
 
 /// Room in the limit for what the driver itself allocates after the engine opened

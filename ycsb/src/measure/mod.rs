@@ -5,6 +5,7 @@ mod recorder;
 mod sampler;
 pub mod watch;
 
+pub(crate) use recorder::summary;
 pub use recorder::{Outcome, Recorder, Slot};
 pub use sampler::{Sampler, Tick};
 pub use watch::Watch;

@@ -306,7 +306,11 @@ fn us(ns: u64) -> f64 {
     clippy::expect_used,
     reason = "serialising a histogram into a Vec does no I/O that could fail"
 )]
-fn summary(name: String, h: &Histogram<u64>, status: BTreeMap<String, u64>) -> OpSummary {
+pub(crate) fn summary(
+    name: String,
+    h: &Histogram<u64>,
+    status: BTreeMap<String, u64>,
+) -> OpSummary {
     let mut buf = Vec::new();
     V2DeflateSerializer::new()
         .serialize(h, &mut buf)
