@@ -51,6 +51,33 @@ pub struct SledEngine {
     flushes: AtomicU64,
 }
 
+/// How long an open waits for sled's own file lock after this process dropped the
+/// previous handle.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Opens sled, waiting up to [`RELEASE_WAIT`] for sled's own lock on its files.
+///
+/// Decision: sled releases that lock only when the last reference to its state
+/// drops, and its background threads can hold one for a moment after `Db` is
+/// dropped, so a close followed at once by an open in the same process can find the
+/// lock still taken (`WouldBlock`). Another process cannot be the holder: the
+/// directory lock (`claim_dir`), taken before this call, refuses a second process;
+/// so retrying is safe, and a lock still held after the wait is reported.
+fn open_when_released(config: &sled::Config) -> Result<sled::Db> {
+    let start = std::time::Instant::now();
+    loop {
+        match config.open() {
+            Err(sled::Error::Io(io))
+                if io.to_string().contains("could not acquire lock")
+                    && start.elapsed() < RELEASE_WAIT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other.map_err(|e| sled_err("open", e)),
+        }
+    }
+}
+
 fn sled_err(what: &str, e: sled::Error) -> Error {
     match e {
         sled::Error::Io(io) => Error::io(format!("sled {what}"), io),
@@ -103,7 +130,7 @@ impl SledEngine {
             } else {
                 sled::Mode::LowSpace
             });
-        let db = config.open().map_err(|e| sled_err("open", e))?;
+        let db = open_when_released(&config)?;
         let (durability, setting) = match flush.as_str() {
             "every" => (
                 Durability::Power,
