@@ -90,7 +90,7 @@ pub fn measure_point(
     rng: &mut Rng,
 ) -> Result<ProbePoint> {
     let pattern = Pattern::parse(spec.pattern)?;
-    if spec.qd == 0 || spec.block == 0 || spec.block % 4096 != 0 {
+    if spec.qd == 0 || spec.block == 0 || !spec.block.is_multiple_of(4096) {
         return Err(Error::usage(
             "a probe point needs a queue depth and a block size in 4 KiB units",
         ));
