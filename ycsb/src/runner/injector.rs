@@ -4,6 +4,7 @@
 //! trace), a request is not submitted before its scheduled time, and its intended
 //! latency counts from that time.
 
+use super::ahead::with_ops_ahead;
 use super::arrivals::Arrivals;
 use super::outcome::{Verify, reply_outcome};
 use super::phase::Measured;
@@ -37,15 +38,18 @@ const CLOCK_EVERY: u32 = 32;
 
 /// Drives `ops` through the engine's asynchronous path (native, or a thread pool of
 /// `qd` threads) until they run out or the phase is over.
+/// The operations are drawn ahead on a thread of their own (see `ahead`).
 pub(super) fn drive(
     engine: Arc<dyn Engine>,
-    ops: &mut dyn Iterator<Item = Op>,
+    ops: &mut (dyn Iterator<Item = Op> + Send),
     plan: &Plan<'_>,
     m: &Measured<'_>,
 ) -> Result<Recorder> {
     let (a, _) = kvapi::async_path(engine, plan.qd)
         .map_err(|e| Error::engine("starting the asynchronous path", e))?;
-    Ok(inject(a.as_ref(), ops, plan, m))
+
+    let cpu = &m.driver_cpu;
+    cpu.track(|| with_ops_ahead(ops, cpu, |ahead| inject(a.as_ref(), ahead, plan, m)))
 }
 
 /// The injector's loop: fills the window, takes completions in batches, refills.
