@@ -67,3 +67,101 @@ impl Drop for PoolAdapter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Counters, Durability, EngineInfo, Limits, Pair, Reply};
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A map with a blocking interface only, slow enough that requests pile up.
+    #[derive(Default)]
+    struct Slow {
+        map: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
+        running: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Slow {
+        fn enter(&self) {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            self.running.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Engine for Slow {
+        fn info(&self) -> EngineInfo {
+            EngineInfo {
+                engine: "slow".into(),
+                durability: Durability::None,
+                durability_setting: String::new(),
+                cache_bytes: None,
+                direct_io: None,
+                settings: vec![],
+                notes: vec![],
+                limits: Limits::default(),
+            }
+        }
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.enter();
+            Ok(self.map.lock().unwrap().get(key).cloned())
+        }
+        fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.update(key, value)
+        }
+        fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.enter();
+            self.map
+                .lock()
+                .unwrap()
+                .insert(key.to_vec(), value.to_vec());
+            Ok(())
+        }
+        fn delete(&self, _key: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn scan(&self, _start: &[u8], _count: usize) -> Result<Vec<Pair>> {
+            Ok(vec![])
+        }
+        fn counters(&self) -> Counters {
+            Counters::default()
+        }
+        fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn every_request_completes_once_with_up_to_threads_in_flight() {
+        let engine = Arc::new(Slow::default());
+        let pool = PoolAdapter::new(engine.clone(), 8).unwrap();
+        let done = Arc::new(Mutex::new(Vec::new()));
+        let n = 400;
+        for i in 0..n {
+            let key = format!("k{i}").into_bytes();
+            let got = done.clone();
+            pool.submit(
+                Request::Update {
+                    key,
+                    value: vec![1],
+                },
+                Box::new(move |r| got.lock().unwrap().push((i, r))),
+            );
+        }
+        drop(pool); // closes after the queued requests have run
+        let mut got = done.lock().unwrap().drain(..).collect::<Vec<_>>();
+        got.sort_by_key(|(i, _)| *i);
+        assert_eq!(got.len(), n);
+        assert!(
+            got.iter()
+                .enumerate()
+                .all(|(j, (i, r))| *i == j && matches!(r, Ok(Reply::Done)))
+        );
+        assert_eq!(engine.map.lock().unwrap().len(), n);
+        let most = engine.most.load(Ordering::SeqCst);
+        assert!(most > 1 && most <= 8, "{most} requests ran at once");
+    }
+}

@@ -21,6 +21,10 @@ pub struct ProbePoint {
     pub lat_p50_us: f64,
     pub lat_p99_us: f64,
     pub seconds: f64,
+    /// Rings (each driven by a thread of its own) the point's I/Os were spread over;
+    /// absent in files written before the probe could use several (one ring).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<usize>,
 }
 
 /// A `ycsb device` result (`"kind": "device"`).

@@ -47,6 +47,13 @@ pub struct Phase {
     /// For a `warmup` phase: how long it ran and whether it reached a steady state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Warmup>,
+    /// The driver's own CPU microseconds per operation: the same phase (workload,
+    /// seed, driving mode) run again briefly on the null engine, counting the CPU
+    /// time of the driver's threads only; on the null engine, its own. What is left
+    /// of `cpu_us_per_op` is the engine's. `None` where it could not be measured (and
+    /// in files written before it was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_cpu_us_per_op: Option<f64>,
     /// The engine's counters around the phase; `None` where the engine cannot count.
     pub counters_before: BTreeMap<String, Option<u64>>,
     pub counters_after: BTreeMap<String, Option<u64>>,

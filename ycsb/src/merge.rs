@@ -187,6 +187,13 @@ fn merge_phase(name: &str, phases: &[&Phase], same_machine: bool) -> Result<Phas
         counters_after: BTreeMap::new(),
         memory: None,
         warmup: None,
+        // each client's driver cost, weighted by its operations (unknown if one's is)
+        driver_cpu_us_per_op: phases
+            .iter()
+            .map(|p| p.driver_cpu_us_per_op.map(|d| d * p.operations as f64))
+            .sum::<Option<f64>>()
+            .filter(|_| operations > 0)
+            .map(|total| total / operations as f64),
     })
 }
 

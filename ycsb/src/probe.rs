@@ -4,9 +4,10 @@
 //! Each run's result can then state the ceiling for its own I/O mix and the fraction
 //! of it reached (the paper: KVell reaches 98% of what the Optane can do).
 
+mod point;
 mod uring;
 
-pub use uring::run_point;
+pub use point::{PointSpec, measure_point, run_point};
 
 use crate::error::{Error, Result};
 use crate::rng::Rng;
@@ -28,6 +29,17 @@ pub struct ProbeConfig {
     pub seconds: f64,
     pub mixed_read_fraction: f64,
     pub seed: u64,
+    /// Ring counts to try at each random point (each ring driven by a thread of its
+    /// own, the I/Os in flight spread over them); the point keeps the count that
+    /// did the most I/Os and says which. Counts above a point's queue depth are
+    /// skipped. The sequential points use one ring.
+    pub jobs: Vec<usize>,
+    /// Patterns to measure (`seqread`, `randread`, `seqwrite`, `randwrite`, `mixed`);
+    /// empty: all, in that order.
+    pub patterns: Vec<String>,
+    /// Use the file as it is if it is at least `file_bytes` long, instead of writing
+    /// it first (the fill bandwidth is then reported as 0).
+    pub reuse: bool,
 }
 
 /// What a probe (or the I/O method comparison) tells its caller as it goes.
@@ -35,7 +47,9 @@ pub struct ProbeConfig {
 pub enum Step<'a> {
     /// The file is being written once, `mib` MiB.
     Filling { file: &'a Path, mib: u64 },
-    /// A point was measured.
+    /// A point was measured with one of several ring counts.
+    Tried(&'a ProbePoint),
+    /// A point was measured (with the best of the ring counts tried).
     Measured(&'a ProbePoint),
 }
 
@@ -88,22 +102,34 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
     if let Some(dir) = c.file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io_at("cannot create", dir, e))?;
     }
-    on(Step::Filling {
-        file: &c.file,
-        mib: bytes >> 20,
-    });
-    let fill_mib = fill(&c.file, bytes)?;
+    let reusable =
+        c.reuse && std::fs::metadata(&c.file).is_ok_and(|m| m.is_file() && m.len() >= bytes);
+    let fill_mib = if reusable {
+        0.0
+    } else {
+        on(Step::Filling {
+            file: &c.file,
+            mib: bytes >> 20,
+        });
+        fill(&c.file, bytes)?
+    };
     let f = open_direct(&c.file, false).map_err(|e| Error::io_at("opening", &c.file, e))?;
     let mut rng = Rng::new(c.seed);
     let mut points = Vec::new();
     // Reads first, then writes, then the mix: a read measured right after writes runs
     // while the device (or the host under a virtual disk) still writes back, and reads
     // slower than it can. A pause lets the fill and each write pattern settle.
+    const ORDER: [&str; 5] = ["seqread", "randread", "seqwrite", "randwrite", "mixed"];
+    if let Some(bad) = c.patterns.iter().find(|p| !ORDER.contains(&p.as_str())) {
+        return Err(Error::usage(format!(
+            "unknown probe pattern '{bad}' (seqread, randread, seqwrite, randwrite, mixed)"
+        )));
+    }
+    let wanted = |p: &str| c.patterns.is_empty() || c.patterns.iter().any(|w| w == p);
     let mut plan: Vec<(&str, usize, usize)> = Vec::new();
-    plan.push(("seqread", 8, 1 << 20));
-    for pat in ["randread", "seqwrite", "randwrite", "mixed"] {
-        if pat == "seqwrite" {
-            plan.push(("seqwrite", 8, 1 << 20));
+    for pat in ORDER.into_iter().filter(|p| wanted(p)) {
+        if pat.starts_with("seq") {
+            plan.push((pat, 8, 1 << 20));
             continue;
         }
         for &qd in &c.queue_depths {
@@ -111,23 +137,53 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         }
     }
     let settle = Duration::from_secs_f64((c.seconds / 2.0).clamp(0.0, 3.0));
-    std::thread::sleep(settle);
+    if !reusable {
+        std::thread::sleep(settle);
+    }
     let mut last = "";
     for (pat, qd, block) in plan {
         if pat != last && last != "seqread" && last != "randread" && !last.is_empty() {
             std::thread::sleep(settle);
         }
         last = pat;
-        let p = run_point(
-            &f,
-            bytes,
-            pat,
-            qd,
-            block,
-            c.mixed_read_fraction,
-            c.seconds,
-            &mut rng,
-        )?;
+        let one = [1];
+        let tries: &[usize] = if pat.starts_with("seq") || c.jobs.is_empty() {
+            &one
+        } else {
+            &c.jobs
+        };
+        let mut best: Option<ProbePoint> = None;
+        for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
+            let spec = PointSpec {
+                pattern: pat,
+                qd,
+                block,
+                read_fraction: c.mixed_read_fraction,
+                secs: c.seconds,
+                jobs,
+            };
+            let p = measure_point(&f, bytes, &spec, &mut rng)?;
+            if tries.len() > 1 {
+                on(Step::Tried(&p));
+            }
+            if best.as_ref().is_none_or(|b| p.iops > b.iops) {
+                best = Some(p);
+            }
+        }
+        // a point whose every ring count exceeds its depth runs on one ring
+        let p = match best {
+            Some(p) => p,
+            None => run_point(
+                &f,
+                bytes,
+                pat,
+                qd,
+                block,
+                c.mixed_read_fraction,
+                c.seconds,
+                &mut rng,
+            )?,
+        };
         on(Step::Measured(&p));
         points.push(p);
     }
@@ -148,6 +204,9 @@ mod tests {
             seconds: 0.05,
             mixed_read_fraction: 0.5,
             seed: 1,
+            jobs: vec![1],
+            patterns: vec![],
+            reuse: false,
         };
         let (fill, points) = probe(&c, &mut |_| {}).unwrap();
         assert!(fill > 0.0);

@@ -26,9 +26,23 @@ pub(super) struct DeviceArgs {
     /// Fraction of reads in the mixed pattern (YCSB A: 0.5).
     #[arg(long, default_value_t = 0.5)]
     pub(super) mix: f64,
+    /// Rings (each driven by a thread of its own, the I/Os in flight spread over
+    /// them) to try at each random point, comma-separated; each point keeps the count
+    /// that did the most I/Os and the result says which (`jobs`).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub(super) jobs: Vec<usize>,
+    /// Patterns to measure, comma-separated (seqread, randread, seqwrite, randwrite,
+    /// mixed); all by default.
+    #[arg(long, value_delimiter = ',')]
+    pub(super) patterns: Vec<String>,
     /// Keep the probe file afterwards.
     #[arg(long)]
     pub(super) keep: bool,
+    /// Use the probe file a previous `--keep` left, if it is at least --size long,
+    /// instead of writing it again (the sequential write bandwidth is then not
+    /// measured).
+    #[arg(long)]
+    pub(super) reuse: bool,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -51,6 +65,11 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
             "--qds: queue depths must be between 1 and 4096",
         ));
     }
+    if a.jobs.is_empty() || a.jobs.iter().any(|j| *j == 0 || *j > 256) {
+        return Err(Error::usage(
+            "--jobs: ring counts must be between 1 and 256",
+        ));
+    }
     if a.seconds.is_nan() || a.seconds <= 0.0 || !(0.0..=1.0).contains(&a.mix) {
         return Err(Error::usage(
             "--seconds must be positive and --mix within [0, 1]",
@@ -71,6 +90,9 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         seconds: a.seconds,
         mixed_read_fraction: a.mix,
         seed: 1,
+        jobs: a.jobs.clone(),
+        patterns: a.patterns.clone(),
+        reuse: a.reuse,
     };
     let started = unix_now();
     let result = probe::probe(&cfg, &mut show);
@@ -91,12 +113,13 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         fill_mib_per_s: fill,
         points,
     };
-    println!("pattern    qd   block      IOPS     MiB/s  mean us   p99 us");
+    println!("pattern    qd jobs   block      IOPS     MiB/s  mean us   p99 us");
     for p in &report.points {
         println!(
-            "{:<9} {:>3} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1}",
+            "{:<9} {:>3} {:>4} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1}",
             p.pattern,
             p.queue_depth,
+            p.jobs.unwrap_or(1),
             p.block_bytes,
             p.iops,
             p.mib_per_s,
@@ -104,7 +127,9 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
             p.lat_p99_us
         );
     }
-    println!("sequential fill (1 MiB O_DIRECT writes, QD 1): {fill:.0} MiB/s");
+    if fill > 0.0 {
+        println!("sequential fill (1 MiB O_DIRECT writes, QD 1): {fill:.0} MiB/s");
+    }
     if let (Some(m), Some(model)) = (report.iops("mixed", None), report.mix_iops(a.mix)) {
         println!(
             "best mixed IOPS {m:.0} vs harmonic model from read/write {model:.0} ({:+.0}%)",
@@ -124,10 +149,18 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
 fn show(step: Step<'_>) {
     match step {
         Step::Filling { file, mib } => eprintln!("filling {} ({mib} MiB) ...", file.display()),
-        Step::Measured(p) => eprintln!(
-            "{:>9} qd {:>3} bs {:>7}: {:>9.0} IOPS {:>8.1} MiB/s  lat mean {:>8.1} us p99 {:>8.1} us",
+        Step::Tried(p) => eprintln!(
+            "  tried {:>9} qd {:>3} on {} ring(s): {:>9.0} IOPS",
             p.pattern,
             p.queue_depth,
+            p.jobs.unwrap_or(1),
+            p.iops
+        ),
+        Step::Measured(p) => eprintln!(
+            "{:>9} qd {:>3} jobs {:>2} bs {:>7}: {:>9.0} IOPS {:>8.1} MiB/s  lat mean {:>8.1} us p99 {:>8.1} us",
+            p.pattern,
+            p.queue_depth,
+            p.jobs.unwrap_or(1),
             p.block_bytes,
             p.iops,
             p.mib_per_s,

@@ -122,6 +122,8 @@ pub struct Slot {
     pub(crate) latency_ns: AtomicU64,
     /// The sampler's interval number.
     pub(crate) epoch: AtomicU64,
+    /// The interval whose histograms the thread last handed over.
+    pub(crate) handed_epoch: AtomicU64,
     /// Interval histograms handed over by the thread, per kind: a hand-off slot (only
     /// ever swapped whole), taken by the sampler.
     pub(crate) handed: Mutex<Vec<(usize, Histogram<u64>)>>,
@@ -197,11 +199,15 @@ impl Recorder {
                 handed.push((i, full));
             }
         }
+        drop(handed);
+        self.slot.handed_epoch.store(epoch, Ordering::Release);
     }
 
-    /// Hands over what is left of the last interval (the end of a phase).
+    /// Hands over what is left of the last interval (the end of a phase); the
+    /// sampler then waits for this thread no more.
     pub fn flush_interval(&mut self) {
         self.hand_over(self.interval_epoch);
+        self.slot.handed_epoch.store(u64::MAX, Ordering::Release);
     }
 
     /// Records one part of an operation (the read or the update of a

@@ -43,18 +43,48 @@ fn totals(slots: &[Arc<Slot>]) -> Totals {
     t
 }
 
+/// Operations a slot has recorded so far, all kinds.
+fn slot_ops(s: &Slot) -> u64 {
+    s.ops.iter().map(|o| o.load(Ordering::Relaxed)).sum()
+}
+
+/// The longest the sampler waits for a busy thread to hand its histograms over.
+const HAND_OVER_WAIT: Duration = Duration::from_millis(50);
+
 /// Moves every client thread to interval `epoch` and gathers the histograms of the
 /// interval that ends: each thread hands its own over at its next operation, so the
-/// sampler waits a moment for the busy ones (an idle thread has nothing to hand).
+/// sampler waits for the threads that recorded operations in the interval (an idle
+/// thread has nothing to hand), up to [`HAND_OVER_WAIT`]: on a busy machine a thread
+/// may not run for milliseconds. `seen` holds each slot's operation count at the
+/// previous interval's end.
 fn interval_latency(
     slots: &Mutex<Vec<Arc<Slot>>>,
     epoch: u64,
+    seen: &mut Vec<u64>,
 ) -> BTreeMap<String, IntervalLatency> {
     let slots: Vec<Arc<Slot>> = kvapi::sync::lock_handoff(slots).clone();
+    seen.resize(slots.len(), 0);
+    let now_ops: Vec<u64> = slots.iter().map(|s| slot_ops(s)).collect();
     for s in &slots {
         s.epoch.store(epoch, Ordering::Relaxed);
     }
+    let busy: Vec<&Arc<Slot>> = slots
+        .iter()
+        .zip(seen.iter())
+        .zip(&now_ops)
+        .filter(|((_, was), now)| *now != *was)
+        .map(|((s, _), _)| s)
+        .collect();
+    *seen = now_ops;
+    let waited = Instant::now();
     std::thread::sleep(Duration::from_millis(2));
+    while waited.elapsed() < HAND_OVER_WAIT
+        && busy
+            .iter()
+            .any(|s| s.handed_epoch.load(Ordering::Acquire) < epoch)
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let mut merged: Vec<Option<Histogram<u64>>> = (0..KINDS).map(|_| None).collect();
     for s in &slots {
         let handed = std::mem::take(&mut *kvapi::sync::lock_handoff(&s.handed));
@@ -115,6 +145,7 @@ impl Sampler {
                 let mut prev_t = start;
                 let mut reader = watch.map(Reader::new);
                 let mut n = 1u32;
+                let mut seen = Vec::new();
                 loop {
                     let due = start + Duration::from_secs(n as u64);
                     // wake at least every 50 ms to notice a stop
@@ -122,7 +153,7 @@ impl Sampler {
                         std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
                     }
                     let stopping = stop2.load(Ordering::Relaxed);
-                    let latency = interval_latency(&s2, n as u64);
+                    let latency = interval_latency(&s2, n as u64, &mut seen);
                     let now = Instant::now();
                     let cur = totals(&kvapi::sync::lock_handoff(&s2));
                     let cpu = cpu_times();

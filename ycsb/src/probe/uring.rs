@@ -1,5 +1,15 @@
-//! One point of the device probe: a pattern at a queue depth for a while, through
-//! io_uring on an O_DIRECT file (the raw I/O of the probe and of `ycsb iomethods`).
+//! One ring of the device probe: a pattern at a queue depth for a while, through
+//! io_uring on an O_DIRECT file, from the thread that calls it.
+//!
+//! The ring is set up and fed as fio's io_uring engine does (fio 3.33 and later):
+//! `COOP_TASKRUN` (no interrupt of the task for each completion),
+//! `SINGLE_ISSUER | DEFER_TASKRUN` (completions are run in a batch when the task asks
+//! for them, not from an interrupt), a completion queue as deep as the submission
+//! queue, non-vectored `READ`/`WRITE`. Each loop submits the I/Os refilled from the
+//! last batch and waits for at least one completion in one `io_uring_enter`, takes one
+//! clock reading per batch, and reaps the completion queue in place (no allocation
+//! per loop). The file is registered with the ring (`IOSQE_FIXED_FILE`: no file
+//! lookup per I/O); the buffers are not (fio's default, `fixedbufs` off).
 #![expect(
     unsafe_code,
     reason = "io_uring submission takes raw buffer pointers the kernel writes into"
@@ -8,152 +18,251 @@
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 use hdrhistogram::Histogram;
-use io_uring::{IoUring, opcode, types};
+use io_uring::{IoUring, opcode, squeue, types};
 use kvell::io::AlignedBuf;
-use kvtb_schema::ProbePoint;
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-/// Runs one pattern (`randread`, `randwrite`, `mixed`, `seqread`, `seqwrite`) at
-/// queue depth `qd` with `block`-byte I/Os for `secs` seconds.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the settings of one point, each caller varying a different few; a struct would be built per call"
-)]
+/// An access pattern of the probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pattern {
+    RandRead,
+    RandWrite,
+    /// Random reads and writes, each I/O a read with the mix's read fraction.
+    Mixed,
+    SeqRead,
+    SeqWrite,
+}
+
+impl Pattern {
+    pub(crate) fn parse(name: &str) -> Result<Pattern> {
+        Ok(match name {
+            "randread" => Pattern::RandRead,
+            "randwrite" => Pattern::RandWrite,
+            "mixed" => Pattern::Mixed,
+            "seqread" => Pattern::SeqRead,
+            "seqwrite" => Pattern::SeqWrite,
+            other => {
+                return Err(Error::usage(format!(
+                    "unknown probe pattern '{other}' (randread, randwrite, mixed, seqread, seqwrite)"
+                )));
+            }
+        })
+    }
+
+    fn sequential(self) -> bool {
+        matches!(self, Pattern::SeqRead | Pattern::SeqWrite)
+    }
+}
+
+/// What one ring is asked to do.
+pub(crate) struct RingJob<'a> {
+    pub(crate) file: &'a File,
+    /// Blocks of the file this ring addresses: `[first, first + blocks)`.
+    pub(crate) first: u64,
+    pub(crate) blocks: u64,
+    pub(crate) block: usize,
+    pub(crate) pattern: Pattern,
+    pub(crate) qd: usize,
+    pub(crate) read_fraction: f64,
+    pub(crate) secs: f64,
+    pub(crate) rng: Rng,
+}
+
+/// What one ring measured.
+pub(crate) struct RingResult {
+    pub(crate) done: u64,
+    pub(crate) reads: u64,
+    /// Latency of each I/O, nanoseconds.
+    pub(crate) hist: Histogram<u64>,
+    /// When this ring started (after every ring was set up) and reaped its last I/O.
+    pub(crate) t0: Instant,
+    pub(crate) t_end: Instant,
+}
+
 #[expect(
     clippy::expect_used,
     reason = "constant histogram bounds (1 ns to 60 s, 3 digits) that hdrhistogram accepts"
 )]
-pub fn run_point(
-    f: &File,
-    file_bytes: u64,
-    pattern: &str,
-    qd: usize,
-    block: usize,
-    read_fraction: f64,
-    secs: f64,
-    rng: &mut Rng,
-) -> Result<ProbePoint> {
-    let mut ring: IoUring = IoUring::new(qd.next_power_of_two().max(2) as u32)
-        .map_err(|e| Error::io("io_uring setup", e))?;
+pub(crate) fn new_hist() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds")
+}
+
+/// A ring set up as fio sets up its own, falling back flag by flag on kernels that
+/// refuse one (as fio does).
+fn fio_ring(entries: u32) -> Result<IoUring> {
+    let tries: [fn(&mut io_uring::Builder, u32); 3] = [
+        |b, e| {
+            b.setup_cqsize(e)
+                .setup_coop_taskrun()
+                .setup_single_issuer()
+                .setup_defer_taskrun();
+        },
+        |b, e| {
+            b.setup_cqsize(e).setup_coop_taskrun();
+        },
+        |b, e| {
+            b.setup_cqsize(e);
+        },
+    ];
+    let mut last = None;
+    for t in tries {
+        let mut b = IoUring::builder();
+        t(&mut b, entries);
+        match b.build(entries) {
+            Ok(r) => return Ok(r),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(Error::io("io_uring setup", e)),
+        }
+    }
+    match last {
+        Some(e) => Err(Error::io("io_uring setup", e)),
+        None => IoUring::new(entries).map_err(|e| Error::io("io_uring setup", e)),
+    }
+}
+
+/// Runs one ring: sets it up, waits at `start` until every ring of the point is set
+/// up, then keeps `job.qd` I/Os in flight for `job.secs` seconds and reaps the last
+/// ones.
+pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> {
+    let RingJob {
+        file,
+        first,
+        blocks,
+        block,
+        pattern,
+        qd,
+        read_fraction,
+        secs,
+        mut rng,
+    } = job;
+    let set_up = (|| -> Result<IoUring> {
+        let ring = fio_ring(qd.next_power_of_two().max(2) as u32)?;
+        ring.submitter()
+            .register_files(&[file.as_raw_fd()])
+            .map_err(|e| Error::io("registering the probe file with io_uring", e))?;
+        Ok(ring)
+    })();
+    // every ring reaches the barrier, set up or not, so that no other ring waits forever
+    start.wait();
+    let mut ring = set_up?;
     let mut bufs = AlignedBuf::new(qd * block);
+    for b in bufs.chunks_exact_mut(8) {
+        b.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
     let base = bufs.as_mut_ptr();
-    let blocks = file_bytes / block as u64;
-    let fd = types::Fd(f.as_raw_fd());
+    let fd = types::Fixed(0);
     let mut starts = vec![Instant::now(); qd];
     let mut seq_next = 0u64;
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
-    let mut next_offset = |rng: &mut Rng| -> u64 {
-        if pattern.starts_with("seq") {
-            let o = (seq_next % blocks) * block as u64;
+    let mut hist = new_hist();
+    let mut next = |rng: &mut Rng| -> (bool, u64) {
+        let is_read = match pattern {
+            Pattern::RandRead | Pattern::SeqRead => true,
+            Pattern::RandWrite | Pattern::SeqWrite => false,
+            Pattern::Mixed => rng.next_f64() < read_fraction,
+        };
+        let b = if pattern.sequential() {
+            let o = seq_next % blocks;
             seq_next += 1;
             o
         } else {
-            rng.below(blocks) * block as u64
-        }
-    };
-    let mut reads = 0u64;
-    let mut push =
-        |ring: &mut IoUring, slot: usize, rng: &mut Rng, starts: &mut [Instant]| -> Result<()> {
-            let is_read = pattern == "randread"
-                || pattern == "seqread"
-                || (pattern == "mixed" && rng.next_f64() < read_fraction);
-            let off = next_offset(rng);
-            // slot < qd, so [slot*block, (slot+1)*block) lies inside `bufs`
-            let ptr = base.wrapping_add(slot * block);
-            let sqe = if is_read {
-                opcode::Read::new(fd, ptr, block as u32).offset(off).build()
-            } else {
-                opcode::Write::new(fd, ptr, block as u32)
-                    .offset(off)
-                    .build()
-            }
-            .user_data(slot as u64 | if is_read { 1 << 32 } else { 0 });
-            starts[slot] = Instant::now();
-            // SAFETY: the buffer of `slot` is not reused until its completion is reaped,
-            // and `bufs`, the file and the ring all outlive every submitted I/O: every
-            // one is reaped below before they are dropped, or the buffer is leaked.
-            unsafe {
-                ring.submission()
-                    .push(&sqe)
-                    .map_err(|_| Error::failed("submission queue full"))
-            }
+            rng.below(blocks)
         };
+        (is_read, (first + b) * block as u64)
+    };
+    let sqe_for = |slot: usize, is_read: bool, off: u64| -> squeue::Entry {
+        // slot < qd, so [slot*block, (slot+1)*block) lies inside `bufs`
+        let ptr = base.wrapping_add(slot * block);
+        if is_read {
+            opcode::Read::new(fd, ptr, block as u32).offset(off).build()
+        } else {
+            opcode::Write::new(fd, ptr, block as u32)
+                .offset(off)
+                .build()
+        }
+        .user_data(slot as u64 | if is_read { 1 << 32 } else { 0 })
+    };
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs_f64(secs);
+    let (submitter, mut sq, mut cq) = ring.split();
     // After a failure no I/O is pushed, but those in flight are reaped before the
     // buffer is freed: the kernel may still write into it until then.
     let mut failed: Option<Error> = None;
-    let mut in_flight = 0;
-    for slot in 0..qd {
-        match push(&mut ring, slot, rng, &mut starts) {
-            Ok(()) => in_flight += 1,
-            Err(e) => {
-                failed = Some(e);
-                break;
-            }
+    let mut in_flight = 0usize;
+    for (slot, start) in starts.iter_mut().enumerate() {
+        let (is_read, off) = next(&mut rng);
+        // SAFETY: the buffer of `slot` is not reused until its completion is reaped,
+        // and `bufs`, the file and the ring all outlive every submitted I/O: every one
+        // is reaped below before they are dropped, or the buffer is leaked.
+        if unsafe { sq.push(&sqe_for(slot, is_read, off)) }.is_err() {
+            failed = Some(Error::failed("submission queue full"));
+            break;
         }
+        *start = t0;
+        in_flight += 1;
     }
-    let mut done = 0u64;
+    let (mut done, mut reads) = (0u64, 0u64);
     let mut t_end = t0;
     while in_flight > 0 {
-        if let Err(e) = ring.submit_and_wait(1) {
+        sq.sync();
+        if let Err(e) = submitter.submit_and_wait(1) {
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+            ) {
+                continue;
+            }
             // I/Os the ring cannot reap any more may still land in the buffer: keep it
             // allocated rather than free memory the kernel writes into.
             std::mem::forget(bufs);
             return Err(Error::io("io_uring_enter", e));
         }
-        let cqes: Vec<(u64, i32)> = ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
+        // the kernel has taken what was queued: room for the refills
+        sq.sync();
+        cq.sync();
         let now = Instant::now();
-        for (ud, res) in cqes {
+        let refill = now < deadline && failed.is_none();
+        for cqe in &mut cq {
             in_flight -= 1;
+            let (ud, res) = (cqe.user_data(), cqe.result());
             if res < 0 {
                 failed.get_or_insert_with(|| {
                     Error::io(
-                        format!("{pattern} I/O failed"),
+                        format!("{pattern:?} I/O failed"),
                         std::io::Error::from_raw_os_error(-res),
                     )
                 });
                 continue;
             }
             let slot = (ud & 0xffff_ffff) as usize;
-            if ud >> 32 == 1 {
-                reads += 1;
-            }
+            reads += ud >> 32;
             hist.saturating_record(now.duration_since(starts[slot]).as_nanos().max(1) as u64);
             done += 1;
             t_end = now;
-            if now < deadline && failed.is_none() {
-                match push(&mut ring, slot, rng, &mut starts) {
-                    Ok(()) => in_flight += 1,
-                    Err(e) => failed = Some(e),
+            if refill && failed.is_none() {
+                let (is_read, off) = next(&mut rng);
+                // SAFETY: as above; `slot`'s I/O has just been reaped.
+                match unsafe { sq.push(&sqe_for(slot, is_read, off)) } {
+                    Ok(()) => {
+                        starts[slot] = now;
+                        in_flight += 1;
+                    }
+                    Err(_) => failed = Some(Error::failed("submission queue full")),
                 }
             }
         }
     }
+    drop((submitter, sq, cq));
     if let Some(e) = failed {
         return Err(e);
     }
-    let elapsed = t_end.duration_since(t0).as_secs_f64().max(1e-9);
-    let iops = done as f64 / elapsed;
-    Ok(ProbePoint {
-        pattern: pattern.into(),
-        queue_depth: qd,
-        block_bytes: block,
-        read_fraction: if done > 0 {
-            reads as f64 / done as f64
-        } else {
-            0.0
-        },
-        iops,
-        mib_per_s: iops * block as f64 / (1 << 20) as f64,
-        lat_mean_us: hist.mean() / 1000.0,
-        lat_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
-        lat_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
-        seconds: elapsed,
+    Ok(RingResult {
+        done,
+        reads,
+        hist,
+        t0,
+        t_end,
     })
 }

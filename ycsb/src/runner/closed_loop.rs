@@ -15,12 +15,14 @@ where
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1))
             .map(|t| {
-                let (slot, body) = (m.slot(), &body);
+                let (slot, body, cpu) = (m.slot(), &body, &m.driver_cpu);
                 s.spawn(move || {
-                    let mut rec = Recorder::new(slot, from);
-                    body(t, &mut rec);
-                    rec.flush_interval();
-                    rec
+                    cpu.track(|| {
+                        let mut rec = Recorder::new(slot, from);
+                        body(t, &mut rec);
+                        rec.flush_interval();
+                        rec
+                    })
                 })
             })
             .collect();

@@ -4,6 +4,7 @@
 //! trace), a request is not submitted before its scheduled time, and its intended
 //! latency counts from that time.
 
+use super::ahead::with_ops_ahead;
 use super::arrivals::Arrivals;
 use super::outcome::{Verify, reply_outcome};
 use super::phase::Measured;
@@ -32,18 +33,35 @@ pub(super) struct Plan<'a> {
     pub(super) poll_mark: bool,
 }
 
+/// Submissions between two looks at the phase's clock (each look reads the time).
+const CLOCK_EVERY: u32 = 32;
+
 /// Drives `ops` through the engine's asynchronous path (native, or a thread pool of
 /// `qd` threads) until they run out or the phase is over.
+/// The operations are drawn ahead on a thread of their own (see `ahead`).
 pub(super) fn drive(
     engine: Arc<dyn Engine>,
-    ops: &mut dyn Iterator<Item = Op>,
+    ops: &mut (dyn Iterator<Item = Op> + Send),
     plan: &Plan<'_>,
     m: &Measured<'_>,
 ) -> Result<Recorder> {
     let (a, _) = kvapi::async_path(engine, plan.qd)
         .map_err(|e| Error::engine("starting the asynchronous path", e))?;
+
+    let cpu = &m.driver_cpu;
+    cpu.track(|| with_ops_ahead(ops, cpu, |ahead| inject(a.as_ref(), ahead, plan, m)))
+}
+
+/// The injector's loop: fills the window, takes completions in batches, refills.
+fn inject(
+    a: &dyn AsyncEngine,
+    ops: &mut dyn Iterator<Item = Op>,
+    plan: &Plan<'_>,
+    m: &Measured<'_>,
+) -> Recorder {
+    let qd = plan.qd.max(1);
     let mut inj = Injector {
-        a: a.as_ref(),
+        a,
         queue: Arc::new(DoneQueue::default()),
         rec: Recorder::new(m.slot(), m.clock.measure_from),
         in_flight: 0,
@@ -53,13 +71,15 @@ pub(super) fn drive(
             .map(|(r, poisson)| Arrivals::new(m.clock.start, r, poisson, 0, 0)),
         exhausted: false,
         pending: None,
+        slots: (0..qd).map(|_| Sent::default()).collect(),
+        free: (0..qd as u32).rev().collect(),
     };
     // The injector is woken once an eighth of the queue depth has completed (see
     // `donequeue`): enough to refill in batches, few enough to keep the engine busy.
-    let refill = (plan.qd / 8).max(1);
-    let mut batch: Vec<Done> = Vec::new();
+    let refill = (qd / 8).max(1);
+    let mut batch: Vec<Done> = Vec::with_capacity(qd);
     loop {
-        inj.fill_window(ops, plan.qd, m);
+        inj.fill_window(ops, qd, m);
         if inj.in_flight == 0 && inj.exhausted {
             break;
         }
@@ -82,10 +102,11 @@ pub(super) fn drive(
         }
     }
     inj.rec.flush_interval();
-    Ok(inj.rec)
+    inj.rec
 }
 
 /// Where a request is in its operation.
+#[derive(Clone, Copy)]
 enum Stage {
     Single(OpKind),
     /// The read of a read-modify-write.
@@ -100,11 +121,13 @@ enum Stage {
     FieldWrite,
 }
 
-/// A request as submitted: what the injector needs back with its reply.
+/// A request in flight, in the injector's slot of it: what the injector needs back
+/// with its reply. A slot and its key buffer are reused from request to request (no
+/// allocation per request); the read and the write of a read-modify-write share one.
 struct Sent {
     stage: Stage,
     keynum: i64,
-    key: String,
+    key: Vec<u8>,
     value_len: usize,
     fields: usize,
     field: Option<usize>,
@@ -112,15 +135,32 @@ struct Sent {
     start: Instant,
 }
 
-/// A completed request, as the engine's thread hands it to the injector.
+impl Default for Sent {
+    fn default() -> Sent {
+        Sent {
+            stage: Stage::Single(OpKind::Read),
+            keynum: 0,
+            key: Vec::new(),
+            value_len: 0,
+            fields: 0,
+            field: None,
+            intended: None,
+            start: Instant::now(),
+        }
+    }
+}
+
+/// A completed request, as the engine's thread hands it to the injector: the slot
+/// it was sent from, when it ended, and its reply.
 struct Done {
-    sent: Sent,
+    slot: u32,
     end: Instant,
     result: kvapi::Result<Reply>,
 }
 
-fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
-    let key = op.key.as_bytes().to_vec();
+/// The request of `op`; its key is moved from the operation (no copy).
+fn request_for(op: Op, version: u64, rmw_read: bool) -> Request {
+    let key = op.key.into_bytes();
     match op.kind {
         OpKind::Read => Request::Get { key },
         OpKind::ReadModifyWrite if rmw_read => Request::Get { key },
@@ -145,20 +185,27 @@ fn request_for(op: &Op, version: u64, rmw_read: bool) -> Request {
 /// The write that follows the read of a read-modify-write or of a one-field update:
 /// the whole record at `version`, or the record read with its field rewritten;
 /// `None` for a one-field write of a key that has no record.
-fn write_after_read(sent: &Sent, read: &kvapi::Result<Reply>, version: u64) -> Option<Request> {
-    let key = sent.key.as_bytes().to_vec();
+fn write_after_read(
+    key: &[u8],
+    sent: &Sent,
+    read: &kvapi::Result<Reply>,
+    version: u64,
+) -> Option<Request> {
     let value = match sent.field {
-        None => record::make(&key, version, sent.value_len, sent.fields),
+        None => record::make(key, version, sent.value_len, sent.fields),
         Some(f) => {
             let Ok(Reply::Value(Some(old))) = read else {
                 return None;
             };
             let mut v = Vec::with_capacity(old.len());
-            record::update_field_into(&key, old, f, version, sent.fields, &mut v);
+            record::update_field_into(key, old, f, version, sent.fields, &mut v);
             v
         }
     };
-    Some(Request::Update { key, value })
+    Some(Request::Update {
+        key: key.to_vec(),
+        value,
+    })
 }
 
 /// The injector's state.
@@ -173,18 +220,23 @@ struct Injector<'e> {
     exhausted: bool,
     /// An operation whose scheduled time had not come when the window had room.
     pending: Option<Op>,
+    /// One per request that can be in flight, indexed by `Done::slot`.
+    slots: Vec<Sent>,
+    /// The slots not in flight.
+    free: Vec<u32>,
 }
 
 impl Injector<'_> {
-    /// Submits a request; its completion is queued for the injector with the time
-    /// the engine's thread finished it.
-    fn submit(&self, req: Request, sent: Sent) {
+    /// Submits the request of `slot`; its completion is queued for the injector with
+    /// the time the engine's thread finished it. One allocation: the completion.
+    fn submit(&mut self, slot: u32, req: Request) {
         let tx = self.queue.clone();
+        self.in_flight += 1;
         self.a.submit(
             req,
             Box::new(move |result| {
                 tx.push(Done {
-                    sent,
+                    slot,
                     end: Instant::now(),
                     result,
                 });
@@ -195,11 +247,16 @@ impl Injector<'_> {
     /// Submits operations until `qd` are in flight, the source runs out, the phase is
     /// over, or the next one is not due yet while others are in flight.
     fn fill_window(&mut self, ops: &mut dyn Iterator<Item = Op>, qd: usize, m: &Measured<'_>) {
+        let mut since_clock = CLOCK_EVERY;
         while self.in_flight < qd && !self.exhausted {
-            if m.clock.over() {
-                self.exhausted = true;
-                break;
+            if since_clock >= CLOCK_EVERY {
+                since_clock = 0;
+                if m.clock.over() {
+                    self.exhausted = true;
+                    break;
+                }
             }
+            since_clock += 1;
             let Some(op) = self.pending.take().or_else(|| ops.next()) else {
                 self.exhausted = true;
                 break;
@@ -221,6 +278,8 @@ impl Injector<'_> {
             if let Some(a) = self.arrivals.as_mut() {
                 a.advance();
             }
+            // fewer than `qd` in flight: a slot is free
+            let Some(slot) = self.free.pop() else { break };
             let rmw = op.kind == OpKind::ReadModifyWrite;
             let stage = if rmw {
                 Stage::RmwRead
@@ -229,38 +288,60 @@ impl Injector<'_> {
             } else {
                 Stage::Single(op.kind)
             };
-            let req = request_for(&op, self.versions.take(), rmw);
-            let sent = Sent {
-                stage,
-                keynum: op.keynum,
-                key: op.key.clone(),
-                value_len: op.value_len,
-                fields: op.fields,
-                field: op.field,
-                intended,
-                start: Instant::now(),
-            };
-            self.submit(req, sent);
-            self.in_flight += 1;
+            let s = &mut self.slots[slot as usize];
+            s.stage = stage;
+            s.keynum = op.keynum;
+            s.key.clear();
+            s.key.extend_from_slice(op.key.as_bytes());
+            s.value_len = op.value_len;
+            s.fields = op.fields;
+            s.field = op.field;
+            s.intended = intended;
+            let req = request_for(op, self.versions.take(), rmw);
+            self.slots[slot as usize].start = Instant::now();
+            self.submit(slot, req);
         }
     }
 
     /// Records a completed request; the read of a read-modify-write is followed by
-    /// its update.
+    /// its update (from the same slot).
     fn complete(&mut self, done: Done, plan: &Plan<'_>, m: &Measured<'_>) {
         self.in_flight -= 1;
-        let Done { sent, end, result } = done;
-        let key = sent.key.as_bytes();
+        let Done { slot, end, result } = done;
+        let i = slot as usize;
+        // the slot's key is taken out while the recorder and the engine are used, and
+        // put back before the slot is reused
+        let key = std::mem::take(&mut self.slots[i].key);
+        let next = self.finish_stage(i, &key, end, result, plan, m);
+        self.slots[i].key = key;
+        match next {
+            Some(req) => self.submit(slot, req),
+            None => self.free.push(slot),
+        }
+    }
+
+    /// Records the stage of slot `i` that ended at `end`; the request that continues
+    /// the operation, if any (the slot's stage is then already the next one).
+    fn finish_stage(
+        &mut self,
+        i: usize,
+        key: &[u8],
+        end: Instant,
+        result: kvapi::Result<Reply>,
+        plan: &Plan<'_>,
+        m: &Measured<'_>,
+    ) -> Option<Request> {
+        let sent = &self.slots[i];
+        let (stage, intended, start) = (sent.stage, sent.intended, sent.start);
         let check = Verify {
             on: plan.verify,
             fields: sent.fields,
         };
         let (outcome, read) = reply_outcome(key, &result, check);
         let written = (key.len() + sent.value_len) as u64;
-        match sent.stage {
+        match stage {
             Stage::Single(kind) => {
-                self.rec
-                    .record(kind, sent.intended, sent.start, end, outcome);
+                self.rec.record(kind, intended, start, end, outcome);
                 let w = if matches!(kind, OpKind::Insert | OpKind::Update) {
                     written
                 } else {
@@ -269,83 +350,72 @@ impl Injector<'_> {
                 self.rec.bytes(end, read, w);
                 if kind == OpKind::Insert
                     && let Some(acks) = plan.acks
-                    && let Err(e) = acks.acknowledge(sent.keynum)
+                    && let Err(e) = acks.acknowledge(self.slots[i].keynum)
                 {
                     m.ctx.notice(&e);
                     m.clock.stop();
                 }
+                None
             }
             Stage::RmwRead => {
-                self.rec.record_part(
-                    OpKind::Read,
-                    sent.intended,
-                    sent.start,
-                    end,
-                    outcome.clone(),
-                );
+                self.rec
+                    .record_part(OpKind::Read, intended, start, end, outcome.clone());
                 self.rec.bytes(end, read, 0);
                 let version = self.versions.take();
-                let Some(req) = write_after_read(&sent, &result, version) else {
+                let Some(req) = write_after_read(key, &self.slots[i], &result, version) else {
                     // one field of a key with no record: nothing to write
                     self.rec
                         .record_part(OpKind::Update, None, end, end, Outcome::NotFound);
                     self.rec.record(
                         OpKind::ReadModifyWrite,
-                        sent.intended,
-                        sent.start,
+                        intended,
+                        start,
                         end,
                         Outcome::NotFound,
                     );
-                    return;
+                    return None;
                 };
-                let next = Sent {
-                    stage: Stage::RmwUpdate {
-                        read_done: Instant::now(),
-                    },
-                    // the whole operation counts from the read's start
-                    ..sent
+                // the whole operation counts from the read's start
+                self.slots[i].stage = Stage::RmwUpdate {
+                    read_done: Instant::now(),
                 };
-                self.submit(req, next);
-                self.in_flight += 1;
+                Some(req)
             }
             Stage::FieldRead => {
                 let version = self.versions.take();
                 let failed = !matches!(outcome, Outcome::Ok | Outcome::NotFound);
-                match write_after_read(&sent, &result, version) {
+                match write_after_read(key, &self.slots[i], &result, version) {
                     Some(req) if !failed => {
                         self.rec.bytes(end, read, 0);
-                        let next = Sent {
-                            stage: Stage::FieldWrite,
-                            ..sent
-                        };
-                        self.submit(req, next);
-                        self.in_flight += 1;
+                        self.slots[i].stage = Stage::FieldWrite;
+                        Some(req)
                     }
                     // a failed read, or a key with no record: the update ends here
                     _ => {
                         let o = if failed { outcome } else { Outcome::NotFound };
-                        self.rec
-                            .record(OpKind::Update, sent.intended, sent.start, end, o);
+                        self.rec.record(OpKind::Update, intended, start, end, o);
+                        None
                     }
                 }
             }
             Stage::FieldWrite => {
                 self.rec
-                    .record(OpKind::Update, sent.intended, sent.start, end, outcome);
+                    .record(OpKind::Update, intended, start, end, outcome);
                 self.rec.bytes(end, 0, written);
+                None
             }
             Stage::RmwUpdate { read_done } => {
                 self.rec
                     .record_part(OpKind::Update, None, read_done, end, outcome.clone());
                 self.rec.bytes(end, 0, written);
-                self.rec.record(
-                    OpKind::ReadModifyWrite,
-                    sent.intended,
-                    sent.start,
-                    end,
-                    outcome,
-                );
+                self.rec
+                    .record(OpKind::ReadModifyWrite, intended, start, end, outcome);
+                None
             }
         }
     }
 }
+
+#[cfg(test)]
+#[path = "injector_tests.rs"]
+mod tests;

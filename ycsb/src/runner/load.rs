@@ -1,6 +1,7 @@
 //! The load phase: insert the records, each value version 0 of its key.
 
 use super::closed_loop::fan_out;
+use super::driver_cost::driver_cost;
 use super::injector::{self, Plan};
 use super::outcome::outcome_of;
 use super::phase::{Clock, Ctx, Measured};
@@ -35,7 +36,8 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
 
 /// Inserts `count` items, item `i` given by `item` with per-thread state from `init`
 /// (called with the thread's index), through the driving mode of `d`. Values are
-/// records of `fields` fields at version 0 of their key.
+/// records of `fields` fields at version 0 of their key. The result states the
+/// driver's own CPU per operation (see `driver_cost`).
 #[expect(
     clippy::too_many_arguments,
     reason = "a phase's parts, each named at the call"
@@ -51,10 +53,62 @@ pub fn load_items<S, I, F>(
     phase: &str,
 ) -> Result<Phase>
 where
+    S: Send,
     I: Fn(u64) -> S + Sync,
     F: Fn(&mut S, u64) -> (String, usize) + Sync,
 {
-    let m = Measured::start(phase, phase, Clock::new(0.0, None), Some(count), ctx, None)?;
+    let items = Items {
+        count,
+        init: &init,
+        item: &item,
+        fields,
+    };
+    let (mut p, _) = measure_load(engine, &items, d, ctx, phase, None)?;
+    p.driver_cpu_us_per_op = driver_cost(d, |null, d| {
+        let (_, own) = measure_load(null, &items, d, &Ctx::default(), phase, d.max_time_s)?;
+        Ok(own)
+    });
+    Ok(p)
+}
+
+/// What a load inserts: `count` items, item `i` given by `item` with per-thread
+/// state from `init`, values of `fields` fields.
+struct Items<'a, I, F> {
+    count: u64,
+    init: &'a I,
+    item: &'a F,
+    fields: usize,
+}
+
+/// The load as measured (for at most `limit_s` seconds), and the CPU microseconds
+/// per operation of its driver threads.
+fn measure_load<S, I, F>(
+    engine: Arc<dyn Engine>,
+    items: &Items<'_, I, F>,
+    d: &Driving,
+    ctx: &Ctx,
+    phase: &str,
+    limit_s: Option<f64>,
+) -> Result<(Phase, Option<f64>)>
+where
+    S: Send,
+    I: Fn(u64) -> S + Sync,
+    F: Fn(&mut S, u64) -> (String, usize) + Sync,
+{
+    let Items {
+        count,
+        init,
+        item,
+        fields,
+    } = *items;
+    let m = Measured::start(
+        phase,
+        phase,
+        Clock::new(0.0, limit_s),
+        Some(count),
+        ctx,
+        None,
+    )?;
     let next = AtomicU64::new(0);
     let rec = if let Some(qd) = d.queue_depth {
         let mut state = init(u64::MAX);
@@ -101,5 +155,6 @@ where
             }
         })?
     };
-    Ok(m.finish(rec))
+    let own = m.driver_cpu.us_per_op(rec.measured_ops());
+    Ok((m.finish(rec), own))
 }

@@ -8,9 +8,11 @@
 //! ([`closed_loop`]), the injector lives in [`injector`], and one operation through
 //! the blocking interface in [`blocking`].
 
+mod ahead;
 mod arrivals;
 mod blocking;
 mod closed_loop;
+mod driver_cost;
 mod injector;
 mod load;
 mod outcome;

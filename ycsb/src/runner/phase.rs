@@ -2,6 +2,7 @@
 //! the timeline sampler, the snapshot taken when the warm-up ends, and the schema's
 //! [`Phase`] built from what the client threads recorded.
 
+use super::driver_cost::DriverCpu;
 use crate::device::{Snapshot, device_use};
 use crate::error::{Error, Result};
 use crate::measure::watch::memory_use;
@@ -150,6 +151,8 @@ pub(super) struct Measured<'a> {
     sampler: Sampler,
     pub(super) mark: Mark,
     pub(super) ctx: &'a Ctx,
+    /// The CPU time of the phase's driver threads.
+    pub(super) driver_cpu: DriverCpu,
 }
 
 impl<'a> Measured<'a> {
@@ -196,6 +199,7 @@ impl<'a> Measured<'a> {
             sampler,
             mark,
             ctx,
+            driver_cpu: DriverCpu::default(),
         })
     }
 
@@ -272,6 +276,7 @@ impl<'a> Measured<'a> {
             counters_after: BTreeMap::new(),
             memory,
             warmup: None,
+            driver_cpu_us_per_op: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 use super::arrivals::wait_until;
 use super::blocking::exec_blocking;
 use super::closed_loop::fan_out;
+use super::driver_cost::driver_cost;
 use super::injector::{self, Plan};
 use super::phase::{Clock, Ctx, Measured};
 use super::versions::Versions;
@@ -18,7 +19,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Replays `ops` against the engine through the driving mode of `d`; the result is
 /// the run phase's.
+/// The result states the driver's own CPU per operation (see `driver_cost`).
 pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
+    let (mut phase, _) = measure_replay(engine, ops.clone(), d, ctx)?;
+    phase.driver_cpu_us_per_op = driver_cost(d, |null, d| {
+        measure_replay(null, ops, d, &Ctx::default()).map(|(_, own)| own)
+    });
+    Ok(phase)
+}
+
+/// The replay as measured, and the CPU microseconds per operation of its driver
+/// threads.
+fn measure_replay(
+    engine: Arc<dyn Engine>,
+    ops: Arc<Vec<Op>>,
+    d: &Driving,
+    ctx: &Ctx,
+) -> Result<(Phase, Option<f64>)> {
     let clock = Clock::new(d.warmup_s, d.max_time_s);
     let m = Measured::start("run", "replay", clock, Some(ops.len() as u64), ctx, None)?;
     let rec = if let Some(qd) = d.queue_depth {
@@ -58,5 +75,6 @@ pub fn replay(engine: Arc<dyn Engine>, ops: Arc<Vec<Op>>, d: &Driving, ctx: &Ctx
             }
         })?
     };
-    Ok(m.finish(rec))
+    let own = m.driver_cpu.us_per_op(rec.measured_ops());
+    Ok((m.finish(rec), own))
 }

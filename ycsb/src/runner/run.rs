@@ -4,6 +4,7 @@
 use super::arrivals::{Arrivals, wait_until};
 use super::blocking::exec_blocking;
 use super::closed_loop::fan_out;
+use super::driver_cost::driver_cost;
 use super::injector::{self, Plan};
 use super::phase::{Clock, Ctx, Measured, StopWhen};
 use super::versions::Versions;
@@ -16,8 +17,13 @@ use std::sync::Arc;
 
 /// The run phase: the workload's operation mix until `operationcount` operations or
 /// the time limit.
+/// The result states the driver's own CPU per operation (see `driver_cost`).
 pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
-    run_phase(engine, w, d, ctx, "run", "run", None)
+    let (mut phase, _) = measure_run(engine, w.clone(), d, ctx, "run", "run", None)?;
+    phase.driver_cpu_us_per_op = driver_cost(d, |null, d| {
+        measure_run(null, w, d, &Ctx::default(), "run", "run", None).map(|(_, own)| own)
+    });
+    Ok(phase)
 }
 
 /// The run phase under another name (`warmup`), ended early when `stop_when` says so.
@@ -30,6 +36,20 @@ pub(super) fn run_phase(
     label: &str,
     stop_when: Option<StopWhen>,
 ) -> Result<Phase> {
+    measure_run(engine, w, d, ctx, name, label, stop_when).map(|(p, _)| p)
+}
+
+/// The run phase as measured, and the CPU microseconds per operation of its driver
+/// threads.
+fn measure_run(
+    engine: Arc<dyn Engine>,
+    w: Arc<Workload>,
+    d: &Driving,
+    ctx: &Ctx,
+    name: &str,
+    label: &str,
+    stop_when: Option<StopWhen>,
+) -> Result<(Phase, Option<f64>)> {
     // operationcount=0 is no limit, as in YCSB (the time limit ends the phase)
     let opcount = if (d.max_time_s.is_some() && name == "warmup") || w.operationcount == 0 {
         u64::MAX
@@ -103,5 +123,6 @@ pub(super) fn run_phase(
             }
         })?
     };
-    Ok(m.finish(rec))
+    let own = m.driver_cpu.us_per_op(rec.measured_ops());
+    Ok((m.finish(rec), own))
 }

@@ -1,0 +1,260 @@
+//! One point of the device probe: a pattern at a queue depth, its I/Os spread over
+//! one or several rings, each driven by a thread of its own (fio's `numjobs`), and
+//! what the rings measured added up into one [`ProbePoint`].
+
+use super::uring::{Pattern, RingJob, RingResult, new_hist, run_ring};
+use crate::error::{Error, Result};
+use crate::rng::Rng;
+use kvtb_schema::ProbePoint;
+use std::fs::File;
+use std::sync::Barrier;
+
+/// What one point measures.
+#[derive(Clone, Copy, Debug)]
+pub struct PointSpec<'a> {
+    /// `randread`, `randwrite`, `mixed`, `seqread` or `seqwrite`.
+    pub pattern: &'a str,
+    /// I/Os in flight, all rings together.
+    pub qd: usize,
+    /// Bytes per I/O.
+    pub block: usize,
+    /// Fraction of reads of the `mixed` pattern.
+    pub read_fraction: f64,
+    pub secs: f64,
+    /// Rings (one thread each) the I/Os are spread over; at most `qd`.
+    pub jobs: usize,
+}
+
+/// The queue depth of each of `jobs` rings keeping `qd` I/Os in flight together:
+/// as even as it divides, the first rings taking one more.
+pub(crate) fn split_depth(qd: usize, jobs: usize) -> Vec<usize> {
+    let jobs = jobs.clamp(1, qd.max(1));
+    (0..jobs)
+        .map(|j| qd / jobs + usize::from(j < qd % jobs))
+        .collect()
+}
+
+/// The point that `rings` measured together at queue depth `qd`: their I/Os added
+/// up over the time from the first ring's start to the last ring's last completion,
+/// their latency histograms merged.
+#[expect(
+    clippy::expect_used,
+    reason = "histograms of the same constant bounds always add"
+)]
+pub(crate) fn merge(
+    pattern: &str,
+    qd: usize,
+    block: usize,
+    rings: &[RingResult],
+) -> Result<ProbePoint> {
+    let (Some(t0), Some(t_end)) = (
+        rings.iter().map(|r| r.t0).min(),
+        rings.iter().map(|r| r.t_end).max(),
+    ) else {
+        return Err(Error::failed("a probe point without rings"));
+    };
+    let mut hist = new_hist();
+    for r in rings {
+        hist.add(&r.hist).expect("same bounds");
+    }
+    let done: u64 = rings.iter().map(|r| r.done).sum();
+    let reads: u64 = rings.iter().map(|r| r.reads).sum();
+    let elapsed = t_end.saturating_duration_since(t0).as_secs_f64().max(1e-9);
+    let iops = done as f64 / elapsed;
+    Ok(ProbePoint {
+        pattern: pattern.into(),
+        queue_depth: qd,
+        block_bytes: block,
+        read_fraction: if done > 0 {
+            reads as f64 / done as f64
+        } else {
+            0.0
+        },
+        iops,
+        mib_per_s: iops * block as f64 / (1 << 20) as f64,
+        lat_mean_us: hist.mean() / 1000.0,
+        lat_p50_us: hist.value_at_quantile(0.5) as f64 / 1000.0,
+        lat_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
+        seconds: elapsed,
+        jobs: Some(rings.len()),
+    })
+}
+
+/// Measures one point on `f` (`file_bytes` long, opened with O_DIRECT). Each ring
+/// draws its own random offsets over the whole file (a stream derived from `rng`);
+/// a sequential pattern gives each ring its own stretch of the file.
+pub fn measure_point(
+    f: &File,
+    file_bytes: u64,
+    spec: &PointSpec<'_>,
+    rng: &mut Rng,
+) -> Result<ProbePoint> {
+    let pattern = Pattern::parse(spec.pattern)?;
+    if spec.qd == 0 || spec.block == 0 || !spec.block.is_multiple_of(4096) {
+        return Err(Error::usage(
+            "a probe point needs a queue depth and a block size in 4 KiB units",
+        ));
+    }
+    let blocks = file_bytes / spec.block as u64;
+    let depths = split_depth(spec.qd, spec.jobs);
+    let n = depths.len() as u64;
+    if blocks < n {
+        return Err(Error::usage(
+            "the probe file is smaller than one block per ring",
+        ));
+    }
+    let seed = rng.next_u64();
+    let start = Barrier::new(depths.len());
+    let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = depths
+            .iter()
+            .enumerate()
+            .map(|(j, &qd)| {
+                let (first, len) = match pattern {
+                    Pattern::SeqRead | Pattern::SeqWrite => (j as u64 * (blocks / n), blocks / n),
+                    _ => (0, blocks),
+                };
+                let job = RingJob {
+                    file: f,
+                    first,
+                    blocks: len,
+                    block: spec.block,
+                    pattern,
+                    qd,
+                    read_fraction: spec.read_fraction,
+                    secs: spec.secs,
+                    rng: Rng::derive(seed, j as u64),
+                };
+                let start = &start;
+                s.spawn(move || run_ring(job, start))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
+            })
+            .collect()
+    });
+    let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
+    merge(spec.pattern, spec.qd, spec.block, &rings)
+}
+
+/// One point from one ring (the I/O method comparison's io_uring points).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the settings of one point, each caller varying a different few"
+)]
+pub fn run_point(
+    f: &File,
+    file_bytes: u64,
+    pattern: &str,
+    qd: usize,
+    block: usize,
+    read_fraction: f64,
+    secs: f64,
+    rng: &mut Rng,
+) -> Result<ProbePoint> {
+    let spec = PointSpec {
+        pattern,
+        qd,
+        block,
+        read_fraction,
+        secs,
+        jobs: 1,
+    };
+    measure_point(f, file_bytes, &spec, rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn depth_is_split_evenly_and_adds_up() {
+        assert_eq!(split_depth(64, 1), vec![64]);
+        assert_eq!(split_depth(64, 2), vec![32, 32]);
+        assert_eq!(split_depth(5, 2), vec![3, 2]);
+        assert_eq!(split_depth(1, 4), vec![1], "never more rings than I/Os");
+        for qd in 1..=300 {
+            for jobs in 1..=8 {
+                let d = split_depth(qd, jobs);
+                assert_eq!(d.iter().sum::<usize>(), qd);
+                assert!(d.iter().all(|&x| x >= 1));
+                assert!(d.iter().max().unwrap() - d.iter().min().unwrap() <= 1);
+            }
+        }
+    }
+
+    fn ring(done: u64, reads: u64, t0: Instant, ms: u64, lat_ns: u64) -> RingResult {
+        let mut hist = new_hist();
+        for _ in 0..done {
+            hist.record(lat_ns).unwrap();
+        }
+        RingResult {
+            done,
+            reads,
+            hist,
+            t0,
+            t_end: t0 + Duration::from_millis(ms),
+        }
+    }
+
+    #[test]
+    fn rings_add_up_into_one_point() {
+        let t0 = Instant::now();
+        let rings = [
+            ring(1000, 500, t0, 1000, 10_000),
+            ring(3000, 1000, t0 + Duration::from_millis(10), 990, 30_000),
+        ];
+        let p = merge("mixed", 64, 4096, &rings).unwrap();
+        assert_eq!(p.jobs, Some(2));
+        assert_eq!(p.queue_depth, 64);
+        assert!((p.seconds - 1.0).abs() < 1e-6, "{}", p.seconds);
+        assert!((p.iops - 4000.0).abs() < 1e-3, "{}", p.iops);
+        assert!((p.read_fraction - 0.375).abs() < 1e-9);
+        // 1000 I/Os of 10 us and 3000 of 30 us: a mean of 25 us
+        assert!((p.lat_mean_us - 25.0).abs() < 0.1, "{}", p.lat_mean_us);
+        assert!(p.lat_p99_us > 29.0 && p.lat_p50_us > 29.0);
+        assert!(merge("mixed", 64, 4096, &[]).is_err());
+    }
+
+    #[test]
+    fn a_point_of_several_rings_adds_up() {
+        let dir = kvtestkit::conformance::TempDir::new("probe-point");
+        std::fs::create_dir_all(dir.path()).unwrap();
+        let path = dir.path().join("p.dat");
+        super::super::fill(&path, 16 << 20).unwrap();
+        let f = super::super::open_direct(&path, false).unwrap();
+        let mut rng = Rng::new(3);
+        for (pattern, jobs) in [("randread", 2), ("mixed", 3), ("seqread", 2)] {
+            let spec = PointSpec {
+                pattern,
+                qd: 8,
+                block: 4096,
+                read_fraction: 0.5,
+                secs: 0.05,
+                jobs,
+            };
+            let p = measure_point(&f, 16 << 20, &spec, &mut rng).unwrap();
+            assert_eq!(p.jobs, Some(jobs), "{pattern}");
+            assert_eq!(p.queue_depth, 8);
+            assert!(p.iops > 0.0 && p.seconds >= 0.05, "{pattern}: {p:?}");
+            match pattern {
+                "mixed" => assert!(p.read_fraction > 0.1 && p.read_fraction < 0.9),
+                _ => assert_eq!(p.read_fraction, 1.0),
+            }
+        }
+        let bad = PointSpec {
+            pattern: "sideways",
+            qd: 8,
+            block: 4096,
+            read_fraction: 0.5,
+            secs: 0.01,
+            jobs: 1,
+        };
+        assert!(measure_point(&f, 16 << 20, &bad, &mut rng).is_err());
+    }
+}
