@@ -21,6 +21,8 @@ pub(crate) enum Over {
     /// It refused writes that did not fit its budget (an engine whose in-memory image
     /// outgrew it).
     Refused,
+    /// It refused to open within its budget (it must hold more, whatever the data).
+    RefusedOpen,
 }
 
 impl Over {
@@ -35,6 +37,7 @@ impl Over {
                 human_bytes(budget)
             ),
             Over::Refused => "refused writes that did not fit".into(),
+            Over::RefusedOpen => "refused to open within its budget".into(),
         }
     }
 
@@ -71,6 +74,9 @@ pub(crate) fn standing(r: &RunFile) -> Standing {
         if let Some((used, budget)) = r.over_budget() {
             return Standing::Over(Over::Used { used, budget });
         }
+    }
+    if r.memory.refused_at_open {
+        return Standing::Over(Over::RefusedOpen);
     }
     let refused = r
         .phases

@@ -33,6 +33,9 @@ pub struct MemoryBound {
     pub uses_os_page_cache: bool,
     /// Whether the kernel killed the engine's process at its limit.
     pub killed_at_limit: bool,
+    /// Whether the engine refused to open within the budget (it must hold more than
+    /// the budget: WiredTiger's smallest cache, say); the run has no phases.
+    pub refused_at_open: bool,
 }
 
 impl MemoryBound {

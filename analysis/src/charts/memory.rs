@@ -185,7 +185,9 @@ impl Memory<'_> {
             t.push_str("OVER BUDGET, ");
         }
         t.push_str(&match (peak, r.memory.budget_bytes, over) {
-            (_, _, Some(o @ (Over::Killed { .. } | Over::Refused))) => o.detail(),
+            (_, _, Some(o @ (Over::Killed { .. } | Over::Refused | Over::RefusedOpen))) => {
+                o.detail()
+            }
             (Some(m), Some(b), _) => format!(
                 "peak used {} of a {} budget ({:.2}); bound: {}",
                 human_bytes(m.peak_used_bytes),

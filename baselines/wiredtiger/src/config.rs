@@ -66,6 +66,9 @@ fn size(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// The smallest cache WiredTiger accepts.
+const MIN_CACHE: u64 = 1 << 20;
+
 fn range(name: &str, v: u64, lo: u64, hi: u64, what: &str) -> Result<u64> {
     if (lo..=hi).contains(&v) {
         Ok(v)
@@ -101,17 +104,28 @@ impl Config {
             None
         };
         let cache_bytes = match memory {
+            // Decision: a budget below the smallest cache WiredTiger accepts cannot be
+            // held, so the open refuses it as over budget (as the WAL engine refuses an
+            // image larger than its budget): the driver shows the engine apart as over
+            // budget instead of running it with more memory than the others.
+            Some(m) if !o.is_set("cache") && cache_of_budget(m) < MIN_CACHE => {
+                return Err(Error::OverBudget {
+                    what: "WiredTiger's cache, whose smallest size is 1 MiB".into(),
+                    needed: MIN_CACHE,
+                    budget: m,
+                });
+            }
             Some(m) if !o.is_set("cache") => range(
                 "memory",
                 cache_of_budget(m),
-                1 << 20,
+                MIN_CACHE,
                 10 << 40,
                 "the cache it gives WiredTiger must be 1 MiB to 10 TiB",
             )?,
             _ => range(
                 "cache",
                 o.bytes("cache", 256 << 20)?,
-                1 << 20,
+                MIN_CACHE,
                 10 << 40,
                 "WiredTiger's cache is 1 MiB to 10 TiB",
             )?,
@@ -304,8 +318,11 @@ mod tests {
             "an explicit cache overrides the budget"
         );
         assert!(
-            bad(&[("memory", "100K")]),
-            "a cache under WiredTiger's 1 MiB minimum"
+            matches!(
+                Config::from_options(&Options::new("wiredtiger", &[("memory", "100K")])),
+                Err(Error::OverBudget { needed, budget, .. }) if needed == 1 << 20 && budget == 100 << 10
+            ),
+            "a budget under WiredTiger's 1 MiB minimum cache is refused as over budget"
         );
         assert!(c.open_config(true).contains("direct_io=[data]"));
         assert!(c.open_config(false).contains("direct_io=[],"));

@@ -93,6 +93,7 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
         page_cache_evicted_bytes: evicted,
         uses_os_page_cache,
         killed_at_limit: false,
+        refused_at_open: false,
     };
     let watch = Arc::new(Watch {
         engine: engine.clone(),

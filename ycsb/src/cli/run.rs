@@ -72,7 +72,20 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
         bound: &bound,
         fresh: a.fresh,
     };
-    let report = run_engine(&s, &target, Work::Workload { load, run })?;
+    let report = match run_engine(&s, &target, Work::Workload { load, run }) {
+        Err(Error::Engine {
+            source: source @ kvapi::Error::OverBudget { .. },
+            ..
+        }) => {
+            return Err(refused_over_budget(
+                &a.engine,
+                budget,
+                &source,
+                a.out.as_deref(),
+            ));
+        }
+        other => other?,
+    };
     if let Some(out) = &a.out {
         write_json(out, &report)?;
         eprintln!("result written to {}", out.display());
@@ -105,6 +118,29 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// An engine that refused its budget at open (the budget is below what it must hold):
+/// a run file with no phases that says so, so that `ycsb compare` shows the engine
+/// apart as over budget; the command exits as over budget.
+fn refused_over_budget(
+    engine: &str,
+    budget: Option<u64>,
+    why: &kvapi::Error,
+    out: Option<&Path>,
+) -> Error {
+    let msg = format!("{engine} refused its memory budget at open: {why}");
+    if let Some(out) = out {
+        let mut r = ycsb::results::stub_run(engine, &msg);
+        r.memory.budget_bytes = budget;
+        r.memory.enforcement = "refused by the engine at open: over budget".into();
+        r.memory.refused_at_open = true;
+        if let Err(e) = write_json(out, &r) {
+            return e;
+        }
+        eprintln!("result (the refusal) written to {}", out.display());
+    }
+    Error::OverBudget(msg)
 }
 
 /// `ycsb run --trace FILE`: replays the trace.

@@ -31,6 +31,9 @@ pub fn excluded(r: &RunFile) -> Option<String> {
             human_bytes(budget)
         ));
     }
+    if r.memory.refused_at_open {
+        return Some("over budget: refused to open within its budget".into());
+    }
     if r.phases
         .iter()
         .flat_map(|p| &p.ops)
