@@ -37,6 +37,24 @@ pub(crate) fn compared(engines: &[String]) -> Vec<Baseline> {
     out
 }
 
+/// The summary verdict of a KVell/WiredTiger comparison the run has no result for.
+pub(crate) const NO_WIREDTIGER_RESULT: &str = "not comparable: no WiredTiger result in this run";
+
+/// Where a figure has the paper's B+ tree column but the run no WiredTiger result
+/// (older runs, builds without the `wiredtiger` feature), writes a line saying the
+/// column is missing and returns true; writes nothing and returns false otherwise.
+pub(crate) fn note_missing_wiredtiger(s: &mut String, engines: &[String]) -> bool {
+    if engines.iter().any(|e| e == WIREDTIGER.engine) {
+        return false;
+    }
+    s.push_str(
+        "**WiredTiger (the paper's B+ tree):** no result in this run (a run from before its \
+         adapter, or a build without the `wiredtiger` feature): its column is missing here, \
+         its numbers above are the paper's only, and no KVell/WiredTiger verdict is given.\n\n",
+    );
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +67,18 @@ mod tests {
             compared(&names(&["kvell", "wiredtiger"])),
             vec![ROCKSDB, WIREDTIGER]
         );
+    }
+
+    #[test]
+    fn a_run_without_wiredtiger_says_its_column_is_missing() {
+        let mut s = String::new();
+        assert!(note_missing_wiredtiger(
+            &mut s,
+            &["kvell".into(), "rocksdb".into()]
+        ));
+        assert!(s.contains("no result in this run"), "{s}");
+        let mut s = String::new();
+        assert!(!note_missing_wiredtiger(&mut s, &["wiredtiger".into()]));
+        assert!(s.is_empty());
     }
 }

@@ -5,7 +5,9 @@ use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
 use crate::charts::style::{H, W};
 use crate::error::Result;
-use crate::paper::baseline::{Baseline, ROCKSDB, WIREDTIGER, compared};
+use crate::paper::baseline::{
+    Baseline, NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of, durability_line};
 use crate::paper::format::fx;
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
@@ -163,6 +165,7 @@ pub(super) fn write(
         );
         verdicts.push((b, v, ours, pr));
     }
+    let wiredtiger_missing = note_missing_wiredtiger(s, &names);
     // recovery results carry no memory figures: never known to be within a budget
     let mut gates = Gates::default();
     gates.add(Gate::Unknown(RECOVERY_NOT_MEASURED));
@@ -200,6 +203,12 @@ pub(super) fn write(
                 fx(ours),
                 gates.summary_note()
             ),
+        });
+    }
+    if wiredtiger_missing {
+        summary.push(Summary {
+            what: format!("Recovery: {}/KVell", WIREDTIGER.name),
+            verdict: NO_WIREDTIGER_RESULT.into(),
         });
     }
     images(s, &charts_of(charts, "Recovery"), link);

@@ -10,7 +10,9 @@ use crate::charts::style::{H, PCT_COLOURS, W};
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
 use crate::model::OpSummary;
-use crate::paper::baseline::{Baseline, ROCKSDB, WIREDTIGER, compared};
+use crate::paper::baseline::{
+    Baseline, NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, human_us, opt, paper_ms};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
@@ -213,7 +215,8 @@ pub(super) fn write(
         }
     }
     s.push('\n');
-    let pairs = compared(&run.engines_in(&gs));
+    let engines = run.engines_in(&gs);
+    let pairs = compared(&engines);
     let mut gates = Gates::default();
     // per baseline: (held, compared, its gates)
     let mut tallies: Vec<(usize, usize, Gates)> = Vec::new();
@@ -269,6 +272,7 @@ pub(super) fn write(
         "**Shape:** ratio rule on RocksDB/KVell latency: holds on {held} of {compared} \
          comparisons{others}.\n"
     );
+    let wiredtiger_missing = note_missing_wiredtiger(s, &engines);
     gates.line(s);
     let failing: Vec<&str> = pairs
         .iter()
@@ -314,6 +318,12 @@ pub(super) fn write(
         summary.push(Summary {
             what: format!("Table 5: p99 and max latency, {}/KVell", b.name),
             verdict: format!("holds on {held} of {compared}{}", own.summary_note()),
+        });
+    }
+    if wiredtiger_missing {
+        summary.push(Summary {
+            what: format!("Table 5: p99 and max latency, {}/KVell", WIREDTIGER.name),
+            verdict: NO_WIREDTIGER_RESULT.into(),
         });
     }
     images(s, &charts_of(charts, "Table 5"), link);

@@ -5,7 +5,9 @@ use crate::budget::flagged;
 use crate::charts::timeline::Timeline;
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
-use crate::paper::baseline::{Baseline, ROCKSDB, WIREDTIGER};
+use crate::paper::baseline::{
+    Baseline, NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, group_commands};
 use crate::paper::format::{ops_s, opt, paper_ms};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
@@ -158,6 +160,8 @@ pub(super) fn write(
             }
             verdicts.push((b, v, gate, own));
         }
+        let labels: Vec<String> = g.runs.iter().map(|e| e.label.clone()).collect();
+        let wiredtiger_missing = fig == "Fig. 4" && note_missing_wiredtiger(s, &labels);
         gates.line(s);
         for (b, v, _, _) in &verdicts {
             if *v != Verdict::DoesNotHold {
@@ -207,6 +211,16 @@ pub(super) fn write(
                     w.to_ascii_uppercase()
                 ),
                 verdict: format!("{}{}", gate.text(*v), own.summary_note()),
+            });
+        }
+        if wiredtiger_missing {
+            summary.push(Summary {
+                what: format!(
+                    "{fig}: KVell steadier than {}, YCSB {}",
+                    WIREDTIGER.name,
+                    w.to_ascii_uppercase()
+                ),
+                verdict: NO_WIREDTIGER_RESULT.into(),
             });
         }
         images(s, &charts_of(charts, fig), link);

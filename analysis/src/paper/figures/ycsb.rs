@@ -6,7 +6,9 @@ use crate::charts::figure::{Figure, Panel};
 use crate::charts::style::{H, W};
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
-use crate::paper::baseline::{ROCKSDB, WIREDTIGER, compared};
+use crate::paper::baseline::{
+    NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
@@ -323,6 +325,7 @@ pub(super) fn write(
             "**Shape:** ratio rule on KVell/RocksDB per workload: holds on {held} of {judged} \
              workloads with a paper number{others}.\n"
         );
+        let wiredtiger_missing = note_missing_wiredtiger(s, &engines);
         gates.line(s);
         if dist == "uniform"
             && let Some(k) = run.ycsb('a', "uniform").and_then(|g| entry(g, "kvell"))
@@ -375,6 +378,12 @@ pub(super) fn write(
                     t.judged,
                     t.gates.summary_note()
                 ),
+            });
+        }
+        if wiredtiger_missing {
+            summary.push(Summary {
+                what: format!("{fig}: YCSB {dist}, KVell/{}", WIREDTIGER.name),
+                verdict: NO_WIREDTIGER_RESULT.into(),
             });
         }
         images(s, &charts_of(charts, fig), link);
