@@ -26,9 +26,10 @@ fn reference() -> Vec<(String, f64)> {
         ("`CORES`".to_string(), paper::CORES as f64),
         ("`CACHE_FRACTION`".into(), paper::CACHE_FRACTION),
     ];
-    for (w, dist, rocksdb, kvell) in paper::YCSB_KOPS {
-        out.push((format!("`YCSB_KOPS` {w} {dist} RocksDB"), rocksdb));
-        out.push((format!("`YCSB_KOPS` {w} {dist} KVell"), kvell));
+    for r in paper::YCSB_KOPS {
+        for (name, v) in paper::SYSTEMS.iter().zip(r.all()) {
+            out.push((format!("`YCSB_KOPS` {} {} {name}", r.workload, r.dist), v));
+        }
     }
     for (name, v) in [
         ("A_KVELL_KOPS", paper::A_KVELL_KOPS),
@@ -40,12 +41,16 @@ fn reference() -> Vec<(String, f64)> {
         ("A_P99_MS_ROCKSDB", paper::A_P99_MS_ROCKSDB),
         ("A_MAX_MS_KVELL", paper::A_MAX_MS_KVELL),
         ("A_MAX_MS_ROCKSDB", paper::A_MAX_MS_ROCKSDB),
+        ("A_P99_MS_WIREDTIGER", paper::A_P99_MS_WIREDTIGER),
+        ("A_MAX_MS_WIREDTIGER", paper::A_MAX_MS_WIREDTIGER),
+        ("A_MAX_MS_PEBBLESDB", paper::A_MAX_MS_PEBBLESDB),
         (
             "BATCH32_BANDWIDTH_FRACTION",
             paper::BATCH32_BANDWIDTH_FRACTION,
         ),
         ("RECOVERY_S_KVELL", paper::RECOVERY_S_KVELL),
         ("RECOVERY_S_ROCKSDB", paper::RECOVERY_S_ROCKSDB),
+        ("RECOVERY_S_WIREDTIGER", paper::RECOVERY_S_WIREDTIGER),
         ("RECOVERY_GB", paper::RECOVERY_GB),
         ("ITEMSIZE_KVELL_KSCANS", paper::ITEMSIZE_KVELL_KSCANS),
     ] {

@@ -39,6 +39,15 @@ pub fn human_us(us: f64) -> String {
     }
 }
 
+/// A latency of the paper's, given in milliseconds: `2.4 ms`, `9.6 s`, `3 s`.
+pub(crate) fn paper_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{} s", ms / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
 /// Ops/s in short form with the unit.
 pub fn ops(x: f64) -> String {
     format!("{} ops/s", human_count(x))

@@ -9,6 +9,7 @@
 //! rule: verdicts only between engines within their budget), the memory table, number
 //! formats and the metrics read off the result files.
 
+mod baseline;
 mod chart;
 mod figures;
 mod format;

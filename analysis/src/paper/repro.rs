@@ -3,6 +3,7 @@
 //! figure by figure the paper's claim, our command and number, the ratio between
 //! engines next to the paper's, and the verdict; last what was skipped.
 
+use super::baseline::NOT_OBTAINABLE;
 use super::chart::PaperChart;
 use super::figures::FIGURES;
 use super::markdown::{Summary, header};
@@ -52,7 +53,10 @@ pub(crate) fn paper_repro(
          - When a shape does not hold, the likely reasons list what the files show: the \
          disk's IOPS against the paper's Optane, the cores, memory against data, each \
          engine's durability class, CPU and disk busy, the fraction of the device ceiling \
-         and the cache hit ratio.\n"
+         and the cache hit ratio.\n\
+         - **The paper's baselines**: KVell is compared with RocksDB (the paper's LSM tree) \
+         and, in the figures where the paper has a B+ tree column (Figs. 4, 5, 8, Table 5, \
+         recovery) and the run has its results, with WiredTiger (its B+ tree). {NOT_OBTAINABLE}.\n"
     );
     s.push_str(&rule_text());
     s.push('\n');

@@ -1,9 +1,13 @@
-//! Recovery after a SIGKILL during YCSB A: reopen time, RocksDB/KVell.
+//! Recovery after a SIGKILL during YCSB A: reopen time, RocksDB/KVell and (where it
+//! ran) WiredTiger/KVell.
 
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::legend::fills;
 use crate::charts::style::{H, W};
 use crate::error::Result;
+use crate::paper::baseline::{
+    Baseline, NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, commands_of, durability_line};
 use crate::paper::format::fx;
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
@@ -48,7 +52,17 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
                      every acknowledged record checked. {}.",
                     cycles.join("; ")
                 ),
-                "Paper: 100 GB on 8 NVMe drives, KVell 6.6 s, RocksDB 18 s.".into(),
+                format!(
+                    "Paper: {} GB on 8 NVMe drives, KVell {} s, RocksDB {} s{}.",
+                    paper::RECOVERY_GB,
+                    paper::RECOVERY_S_KVELL,
+                    paper::RECOVERY_S_ROCKSDB,
+                    if engines.iter().any(|e| e == WIREDTIGER.engine) {
+                        format!(", WiredTiger {} s", paper::RECOVERY_S_WIREDTIGER)
+                    } else {
+                        String::new()
+                    }
+                ),
                 durability_line(run, &engines),
             ],
         ),
@@ -69,6 +83,15 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
     )
 }
 
+/// The paper's recovery time of a baseline against KVell's.
+fn paper_ratio(b: Baseline) -> f64 {
+    if b == WIREDTIGER {
+        paper::RECOVERY_S_WIREDTIGER / paper::RECOVERY_S_KVELL
+    } else {
+        paper::RECOVERY_S_ROCKSDB / paper::RECOVERY_S_KVELL
+    }
+}
+
 /// Writes the figure's section of `paper-repro.md`.
 pub(super) fn write(
     s: &mut String,
@@ -82,9 +105,16 @@ pub(super) fn write(
         s.push_str("Skipped: no recovery/<engine>.json.\n\n");
         return;
     }
-    s.push_str(
-        "**Paper** (docs/paper-numbers.md, text on recovery, 100 GB on 8 NVMe drives): KVell 6.6 s, RocksDB 18 s \
-         (RocksDB/KVell 2.73x).\n\n",
+    let _ = writeln!(
+        s,
+        "**Paper** (docs/paper-numbers.md, text on recovery, {} GB on 8 NVMe drives): KVell {} \
+         s, RocksDB {} s (RocksDB/KVell {}), WiredTiger {} s (WiredTiger/KVell {}).\n",
+        paper::RECOVERY_GB,
+        paper::RECOVERY_S_KVELL,
+        paper::RECOVERY_S_ROCKSDB,
+        fx(Some(paper_ratio(ROCKSDB))),
+        paper::RECOVERY_S_WIREDTIGER,
+        fx(Some(paper_ratio(WIREDTIGER))),
     );
     code_block(
         s,
@@ -118,21 +148,32 @@ pub(super) fn write(
     }
     s.push('\n');
     let t = |n: &str| times.iter().find(|x| x.0 == n).map(|x| x.1);
-    let pr = paper::RECOVERY_S_ROCKSDB / paper::RECOVERY_S_KVELL;
-    let ours = ratio(t("rocksdb"), t("kvell"));
-    let v = ratio_verdict(ours, pr);
-    let _ = writeln!(
-        s,
-        "**Shape:** ratio rule on RocksDB/KVell recovery time: {} here against {pr:.2}x -> \
-         **{}**.\n",
-        fx(ours),
-        v.text()
-    );
+    let names: Vec<String> = times.iter().map(|x| x.0.clone()).collect();
+    let pairs = compared(&names);
+    let mut verdicts = Vec::new();
+    for b in &pairs {
+        let pr = paper_ratio(*b);
+        let ours = ratio(t(b.engine), t("kvell"));
+        let v = ratio_verdict(ours, pr);
+        let _ = writeln!(
+            s,
+            "**Shape:** ratio rule on {}/KVell recovery time: {} here against {pr:.2}x -> \
+             **{}**.\n",
+            b.name,
+            fx(ours),
+            v.text()
+        );
+        verdicts.push((b, v, ours, pr));
+    }
+    let wiredtiger_missing = note_missing_wiredtiger(s, &names);
     // recovery results carry no memory figures: never known to be within a budget
     let mut gates = Gates::default();
     gates.add(Gate::Unknown(RECOVERY_NOT_MEASURED));
     gates.line(s);
-    if v != Verdict::Holds && v != Verdict::NotComparable {
+    if verdicts
+        .iter()
+        .any(|(_, v, _, _)| *v != Verdict::Holds && *v != Verdict::NotComparable)
+    {
         s.push_str("Likely reasons, from the files:\n\n");
         for f in machine_facts(run) {
             let _ = writeln!(s, "- {f}");
@@ -153,14 +194,22 @@ pub(super) fn write(
         }
         s.push('\n');
     }
-    summary.push(Summary {
-        what: "Recovery: RocksDB/KVell".into(),
-        verdict: format!(
-            "{} ({} vs {pr:.2}x){}",
-            v.text(),
-            fx(ours),
-            gates.summary_note()
-        ),
-    });
+    for (b, v, ours, pr) in verdicts {
+        summary.push(Summary {
+            what: format!("Recovery: {}/KVell", b.name),
+            verdict: format!(
+                "{} ({} vs {pr:.2}x){}",
+                v.text(),
+                fx(ours),
+                gates.summary_note()
+            ),
+        });
+    }
+    if wiredtiger_missing {
+        summary.push(Summary {
+            what: format!("Recovery: {}/KVell", WIREDTIGER.name),
+            verdict: NO_WIREDTIGER_RESULT.into(),
+        });
+    }
     images(s, &charts_of(charts, "Recovery"), link);
 }

@@ -1,4 +1,5 @@
-//! Table 5: p99 and maximum latency on YCSB A, and the latency CDFs.
+//! Table 5: p99 and maximum latency on YCSB A, and the latency CDFs; RocksDB/KVell
+//! and (where it ran) WiredTiger/KVell against the paper's ratios.
 
 use crate::budget::flagged;
 use crate::charts::bars::Bars;
@@ -8,8 +9,12 @@ use crate::charts::legend::fills;
 use crate::charts::style::{H, PCT_COLOURS, W};
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
+use crate::model::OpSummary;
+use crate::paper::baseline::{
+    Baseline, NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
-use crate::paper::format::{fx, human_us, opt};
+use crate::paper::format::{fx, human_us, opt, paper_ms};
 use crate::paper::markdown::{Summary, charts_of, code_block, images};
 use crate::paper::memory_rule::{Gate, Gates};
 use crate::paper::metrics::worst;
@@ -52,10 +57,7 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
         caption: caption(
             run,
             &[
-                "Run phase; the worst of the operation kinds (READ, UPDATE), measured from each \
-                 operation's start. Paper (Optane): p99 KVell 2.4 ms, RocksDB 5.4 ms; max \
-                 KVell 3.9 ms, RocksDB 9.6 s."
-                    .into(),
+                paper_caption(engines.iter().any(|e| e == WIREDTIGER.engine)),
                 durability_line(run, &engines),
             ],
         ),
@@ -120,6 +122,46 @@ pub(super) fn draw(run: &PaperRun, out: &mut Charts) -> Result<()> {
     Ok(())
 }
 
+/// The caption line of the paper's numbers: WiredTiger's where its result is drawn.
+fn paper_caption(wiredtiger: bool) -> String {
+    let wt = |ms: f64| {
+        if wiredtiger {
+            format!(", WiredTiger {}", paper_ms(ms))
+        } else {
+            String::new()
+        }
+    };
+    format!(
+        "Run phase; the worst of the operation kinds (READ, UPDATE), measured from each \
+         operation's start. Paper (Optane): p99 KVell {}, RocksDB {}{}; max KVell {}, \
+         RocksDB {}{}.",
+        paper_ms(paper::A_P99_MS_KVELL),
+        paper_ms(paper::A_P99_MS_ROCKSDB),
+        wt(paper::A_P99_MS_WIREDTIGER),
+        paper_ms(paper::A_MAX_MS_KVELL),
+        paper_ms(paper::A_MAX_MS_ROCKSDB),
+        wt(paper::A_MAX_MS_WIREDTIGER),
+    )
+}
+
+/// The paper's p99 and maximum latency of a baseline against KVell's (Table 5).
+fn paper_ratios(b: Baseline) -> (f64, f64) {
+    if b == WIREDTIGER {
+        (
+            paper::A_P99_MS_WIREDTIGER / paper::A_P99_MS_KVELL,
+            paper::A_MAX_MS_WIREDTIGER / paper::A_MAX_MS_KVELL,
+        )
+    } else {
+        (
+            paper::A_P99_MS_ROCKSDB / paper::A_P99_MS_KVELL,
+            paper::A_MAX_MS_ROCKSDB / paper::A_MAX_MS_KVELL,
+        )
+    }
+}
+
+/// A statistic of an operation kind's latency.
+type Stat = fn(&OpSummary) -> f64;
+
 /// Writes the figure's section of `paper-repro.md`.
 pub(super) fn write(
     s: &mut String,
@@ -137,10 +179,25 @@ pub(super) fn write(
         s.push_str("Skipped: no ycsb/a-uniform nor ycsb/a-zipfian.\n\n");
         return;
     }
-    s.push_str(
-        "**Paper** (docs/paper-numbers.md, Table 5): p99 KVell 2.4 ms, RocksDB 5.4 ms (RocksDB/KVell 2.25x); \
-         max KVell 3.9 ms, RocksDB 9.6 s (2462x). docs/paper-numbers.md records no key \
-         distribution for them: both are compared.\n\n",
+    let (rp99, rmax) = paper_ratios(ROCKSDB);
+    let (wp99, wmax) = paper_ratios(WIREDTIGER);
+    let _ = writeln!(
+        s,
+        "**Paper** (docs/paper-numbers.md, Table 5): p99 KVell {}, RocksDB {} (RocksDB/KVell \
+         {}), WiredTiger {} (WiredTiger/KVell {}); max KVell {}, RocksDB {} ({}), WiredTiger \
+         {} ({}), PebblesDB {} (the paper's only; its p99 is not given). docs/paper-numbers.md \
+         records no key distribution for them: both are compared.\n",
+        paper_ms(paper::A_P99_MS_KVELL),
+        paper_ms(paper::A_P99_MS_ROCKSDB),
+        fx(Some(rp99)),
+        paper_ms(paper::A_P99_MS_WIREDTIGER),
+        fx(Some(wp99)),
+        paper_ms(paper::A_MAX_MS_KVELL),
+        paper_ms(paper::A_MAX_MS_ROCKSDB),
+        fx(Some(rmax)),
+        paper_ms(paper::A_MAX_MS_WIREDTIGER),
+        fx(Some(wmax)),
+        paper_ms(paper::A_MAX_MS_PEBBLESDB),
     );
     code_block(s, &group_commands(&gs));
     s.push_str("Worst operation kind of the run phase, measured from each operation's start.\n\n| workload | engine | durability | p99 | max |\n| --- | --- | --- | ---: | ---: |\n");
@@ -158,53 +215,76 @@ pub(super) fn write(
         }
     }
     s.push('\n');
-    s.push_str("| workload | statistic | RocksDB/KVell here | paper | verdict |\n| --- | --- | ---: | ---: | --- |\n");
-    let mut verdicts = Vec::new();
+    let engines = run.engines_in(&gs);
+    let pairs = compared(&engines);
     let mut gates = Gates::default();
-    for g in &gs {
-        let gate = gates.add(Gate::of(&[entry(g, "rocksdb"), entry(g, "kvell")]));
-        for (stat, f, pr) in [
-            (
-                "p99",
-                (|o: &crate::model::OpSummary| o.p99_us) as fn(&crate::model::OpSummary) -> f64,
-                paper::A_P99_MS_ROCKSDB / paper::A_P99_MS_KVELL,
-            ),
-            (
-                "max",
-                |o: &crate::model::OpSummary| o.max_us,
-                paper::A_MAX_MS_ROCKSDB / paper::A_MAX_MS_KVELL,
-            ),
-        ] {
-            let ours = ratio(
-                entry(g, "rocksdb").and_then(|e| worst(&e.run, f)),
-                entry(g, "kvell").and_then(|e| worst(&e.run, f)),
-            );
-            let v = gate.verdict(|| ratio_verdict(ours, pr));
-            verdicts.push(v);
-            let _ = writeln!(
-                s,
-                "| {} | {stat} | {} | {pr:.2}x | {} |",
-                g.label,
-                gate.ratio(fx(ours)),
-                gate.text(v)
-            );
+    // per baseline: (held, compared, its gates)
+    let mut tallies: Vec<(usize, usize, Gates)> = Vec::new();
+    for b in &pairs {
+        let _ = writeln!(
+            s,
+            "| workload | statistic | {}/KVell here | paper | verdict |\n| --- | --- | ---: | ---: | --- |",
+            b.name
+        );
+        let (p99, max) = paper_ratios(*b);
+        let mut verdicts = Vec::new();
+        let mut own = Gates::default();
+        for g in &gs {
+            let gate = gates.add(own.add(Gate::of(&[entry(g, b.engine), entry(g, "kvell")])));
+            for (stat, f, pr) in [
+                ("p99", (|o: &OpSummary| o.p99_us) as Stat, p99),
+                ("max", |o: &OpSummary| o.max_us, max),
+            ] {
+                let ours = ratio(
+                    entry(g, b.engine).and_then(|e| worst(&e.run, f)),
+                    entry(g, "kvell").and_then(|e| worst(&e.run, f)),
+                );
+                let v = gate.verdict(|| ratio_verdict(ours, pr));
+                verdicts.push(v);
+                let _ = writeln!(
+                    s,
+                    "| {} | {stat} | {} | {pr:.2}x | {} |",
+                    g.label,
+                    gate.ratio(fx(ours)),
+                    gate.text(v)
+                );
+            }
         }
+        s.push('\n');
+        let held = verdicts.iter().filter(|v| **v == Verdict::Holds).count();
+        let compared = verdicts
+            .iter()
+            .filter(|v| **v != Verdict::NotCompared)
+            .count();
+        tallies.push((held, compared, own));
     }
-    s.push('\n');
-    let held = verdicts.iter().filter(|v| **v == Verdict::Holds).count();
-    let compared = verdicts
+    let others: String = pairs
         .iter()
-        .filter(|v| **v != Verdict::NotCompared)
-        .count();
+        .zip(&tallies)
+        .skip(1)
+        .map(|(b, (held, compared, _))| {
+            format!("; on {}/KVell: holds on {held} of {compared}", b.name)
+        })
+        .collect();
+    let (held, compared, _) = &tallies[0];
     let _ = writeln!(
         s,
-        "**Shape:** ratio rule on RocksDB/KVell latency: holds on {held} of {compared} comparisons.\n"
+        "**Shape:** ratio rule on RocksDB/KVell latency: holds on {held} of {compared} \
+         comparisons{others}.\n"
     );
+    let wiredtiger_missing = note_missing_wiredtiger(s, &engines);
     gates.line(s);
-    if held < compared {
+    let failing: Vec<&str> = pairs
+        .iter()
+        .zip(&tallies)
+        .filter(|(_, (held, compared, _))| held < compared)
+        .map(|(b, _)| b.engine)
+        .collect();
+    if !failing.is_empty() {
+        let names: Vec<&str> = std::iter::once("kvell").chain(failing.clone()).collect();
         let es: Vec<&Entry> = gs
             .iter()
-            .flat_map(|g| ["kvell", "rocksdb"].into_iter().filter_map(|n| entry(g, n)))
+            .flat_map(|g| names.iter().filter_map(|n| entry(g, n)))
             .collect();
         if let Some(g) = gs.first() {
             let es1: Vec<&Entry> = es
@@ -223,14 +303,28 @@ pub(super) fn write(
             .collect();
         let _ = writeln!(
             s,
-            "- run-phase lengths: {} (the paper's multi-second maxima come from compactions \
-             a short run may not reach)\n",
-            short.join(", ")
+            "- run-phase lengths: {} (the paper's multi-second maxima come from {} a short \
+             run may not reach)\n",
+            short.join(", "),
+            if failing.contains(&WIREDTIGER.engine) {
+                "maintenance (RocksDB's compactions, WiredTiger's checkpoints and evictions of \
+                 dirty pages)"
+            } else {
+                "compactions"
+            }
         );
     }
-    summary.push(Summary {
-        what: "Table 5: p99 and max latency, RocksDB/KVell".into(),
-        verdict: format!("holds on {held} of {compared}{}", gates.summary_note()),
-    });
+    for (b, (held, compared, own)) in pairs.iter().zip(&tallies) {
+        summary.push(Summary {
+            what: format!("Table 5: p99 and max latency, {}/KVell", b.name),
+            verdict: format!("holds on {held} of {compared}{}", own.summary_note()),
+        });
+    }
+    if wiredtiger_missing {
+        summary.push(Summary {
+            what: format!("Table 5: p99 and max latency, {}/KVell", WIREDTIGER.name),
+            verdict: NO_WIREDTIGER_RESULT.into(),
+        });
+    }
     images(s, &charts_of(charts, "Table 5"), link);
 }

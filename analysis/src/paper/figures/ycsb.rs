@@ -1,11 +1,14 @@
-//! Figs. 5 and 8: YCSB A-F throughput, uniform and zipfian keys, KVell/RocksDB
-//! against the paper's ratios.
+//! Figs. 5 and 8: YCSB A-F throughput, uniform and zipfian keys, KVell/RocksDB and
+//! (where it ran) KVell/WiredTiger against the paper's ratios.
 
 use crate::budget::{contends, flagged};
 use crate::charts::figure::{Figure, Panel};
 use crate::charts::style::{H, W};
 use crate::dataset::{Entry, Group};
 use crate::error::Result;
+use crate::paper::baseline::{
+    NO_WIREDTIGER_RESULT, ROCKSDB, WIREDTIGER, compared, note_missing_wiredtiger,
+};
 use crate::paper::chart::{Charts, PaperChart, caption, durability_line, group_commands};
 use crate::paper::format::{fx, ops_s, opt, pct};
 use crate::paper::markdown::{Summary, charts_of, code_block, engine_table_head, images};
@@ -142,6 +145,61 @@ fn ycsb_bars(run: &PaperRun, out: &mut Charts, fig: &str, dist: &str) -> Result<
     )
 }
 
+/// The paper's numbers of a figure: a table of its five systems (PebblesDB and
+/// TokuMX, which do not run here, the paper's only) with KVell's ratios to the two
+/// baselines we run.
+fn paper_table(s: &mut String, fig: &str, dist: &str) {
+    let _ = writeln!(
+        s,
+        "**Paper** (docs/paper-numbers.md, {fig}, thousand ops/s; PebblesDB and TokuMX: the \
+         paper's only):\n"
+    );
+    let _ = write!(s, "| workload |");
+    for name in paper::SYSTEMS {
+        let _ = write!(s, " {name} |");
+    }
+    for b in [ROCKSDB, WIREDTIGER] {
+        let _ = write!(s, " KVell/{} |", b.name);
+    }
+    s.push_str("\n| --- |");
+    for _ in 0..paper::SYSTEMS.len() + 2 {
+        s.push_str(" ---: |");
+    }
+    s.push('\n');
+    for r in paper::YCSB_KOPS.iter().filter(|r| r.dist == dist) {
+        let _ = write!(s, "| YCSB {} |", r.workload.to_ascii_uppercase());
+        for k in r.all() {
+            let _ = write!(s, " {k} |");
+        }
+        for b in [ROCKSDB, WIREDTIGER] {
+            let _ = write!(s, " {} |", fx(r.of(b.engine).map(|x| r.kvell / x)));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    if dist == "uniform" {
+        let _ = writeln!(
+            s,
+            "On A, KVell's {}K is {} of a {}K ceiling ({}K IOPS / {} I/Os per request).\n",
+            paper::A_KVELL_KOPS,
+            pct(paper::A_CEILING_FRACTION),
+            paper::A_CEILING_KOPS,
+            paper::A_DEVICE_KIOPS,
+            paper::A_IOS_PER_REQUEST
+        );
+    }
+}
+
+/// KVell against one baseline across a figure's workloads: the verdicts reached,
+/// the workloads where the ratio rule does not hold, the memory rule's gates.
+#[derive(Default)]
+struct Tally<'a> {
+    held: usize,
+    judged: usize,
+    failing: Vec<&'a Group>,
+    gates: Gates,
+}
+
 /// Writes the sections of Figs. 5 and 8.
 pub(super) fn write(
     s: &mut String,
@@ -160,46 +218,28 @@ pub(super) fn write(
             let _ = writeln!(s, "Skipped: no ycsb/<w>-{dist}.\n");
             continue;
         }
-        let paper_line: Vec<String> = paper::YCSB_KOPS
-            .iter()
-            .filter(|r| r.1 == dist)
-            .map(|r| {
-                format!(
-                    "{} RocksDB {}K / KVell {}K",
-                    r.0.to_ascii_uppercase(),
-                    r.2,
-                    r.3
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "**Paper** (docs/paper-numbers.md, {fig}, thousand ops/s): {}{}.\n",
-            paper_line.join("; "),
-            if dist == "uniform" {
-                "; on A KVell's 420K is 98% of a 428K ceiling (500K IOPS / 1.17 I/Os per request)"
-            } else {
-                ""
-            }
-        );
+        paper_table(s, fig, dist);
         code_block(s, &group_commands(&gs));
         let engines = run.engines_in(&gs);
+        let pairs = compared(&engines);
         s.push_str("Run-phase ops/s (fraction of the run's device ceiling):\n\n");
-        engine_table_head(
-            s,
-            run,
-            "workload",
-            "---",
-            &engines,
-            &[
-                ("KVell/RocksDB here", "---:"),
-                ("paper", "---:"),
-                ("verdict", "---"),
-            ],
-        );
-        let mut held = 0;
-        let mut judged = 0;
-        let mut failing: Vec<&Group> = Vec::new();
+        let heads: Vec<String> = pairs
+            .iter()
+            .flat_map(|b| {
+                [
+                    format!("KVell/{} here", b.name),
+                    "paper".into(),
+                    "verdict".into(),
+                ]
+            })
+            .collect();
+        let extra: Vec<(&str, &str)> = heads
+            .iter()
+            .zip(["---:", "---:", "---"].iter().cycle())
+            .map(|(h, a)| (h.as_str(), *a))
+            .collect();
+        engine_table_head(s, run, "workload", "---", &engines, &extra);
+        let mut tallies: Vec<Tally> = pairs.iter().map(|_| Tally::default()).collect();
         let mut gates = Gates::default();
         for g in &gs {
             let w = g.label.chars().next().unwrap_or('?');
@@ -230,48 +270,62 @@ pub(super) fn write(
                 });
                 let _ = write!(s, " {} |", cell.unwrap_or_else(|| "N/A".into()));
             }
-            let ours = ratio(
-                entry(g, "kvell").and_then(|x| tput(&x.run)),
-                entry(g, "rocksdb").and_then(|x| tput(&x.run)),
-            );
-            let pr = paper::YCSB_KOPS
-                .iter()
-                .find(|r| r.0 == w && r.1 == dist)
-                .map(|r| r.3 / r.2);
-            let gate = gates.add(Gate::of(&[entry(g, "kvell"), entry(g, "rocksdb")]));
-            let v = match pr {
-                Some(p) => gate.verdict(|| ratio_verdict(ours, p)),
-                None => Verdict::NotComparable,
-            };
-            if v.judged() {
-                judged += 1;
-                if v == Verdict::Holds {
-                    held += 1;
-                } else {
-                    failing.push(g);
+            for (b, t) in pairs.iter().zip(&mut tallies) {
+                let ours = ratio(
+                    entry(g, "kvell").and_then(|x| tput(&x.run)),
+                    entry(g, b.engine).and_then(|x| tput(&x.run)),
+                );
+                let pr = paper::YCSB_KOPS
+                    .iter()
+                    .find(|r| r.workload == w && r.dist == dist)
+                    .and_then(|r| Some(r.kvell / r.of(b.engine)?));
+                let gate = gates.add(
+                    t.gates
+                        .add(Gate::of(&[entry(g, "kvell"), entry(g, b.engine)])),
+                );
+                let v = match pr {
+                    Some(p) => gate.verdict(|| ratio_verdict(ours, p)),
+                    None => Verdict::NotComparable,
+                };
+                if v.judged() {
+                    t.judged += 1;
+                    if v == Verdict::Holds {
+                        t.held += 1;
+                    } else {
+                        t.failing.push(g);
+                    }
                 }
+                let _ = write!(
+                    s,
+                    " {} | {} | {} |",
+                    gate.ratio(fx(ours)),
+                    match pr {
+                        Some(p) => format!("{p:.2}x"),
+                        None => "no number".into(),
+                    },
+                    if pr.is_none() {
+                        "no paper number".into()
+                    } else {
+                        gate.text(v)
+                    }
+                );
             }
-            let _ = writeln!(
-                s,
-                " {} | {} | {} |",
-                gate.ratio(fx(ours)),
-                match pr {
-                    Some(p) => format!("{p:.2}x"),
-                    None => "no number".into(),
-                },
-                if pr.is_none() {
-                    "no paper number".into()
-                } else {
-                    gate.text(v)
-                }
-            );
+            s.push('\n');
         }
         s.push('\n');
+        let others: String = pairs
+            .iter()
+            .zip(&tallies)
+            .skip(1)
+            .map(|(b, t)| format!("; on KVell/{}: holds on {} of {}", b.name, t.held, t.judged))
+            .collect();
+        let (held, judged) = (tallies[0].held, tallies[0].judged);
         let _ = writeln!(
             s,
             "**Shape:** ratio rule on KVell/RocksDB per workload: holds on {held} of {judged} \
-             workloads with a paper number.\n"
+             workloads with a paper number{others}.\n"
         );
+        let wiredtiger_missing = note_missing_wiredtiger(s, &engines);
         gates.line(s);
         if dist == "uniform"
             && let Some(k) = run.ycsb('a', "uniform").and_then(|g| entry(g, "kvell"))
@@ -297,21 +351,41 @@ pub(super) fn write(
                 paper::A_IOS_PER_REQUEST
             );
         }
-        for g in &failing {
-            let _ = writeln!(s, "{} does not match the paper's ratio.", g.label);
-            let es: Vec<&Entry> = ["kvell", "rocksdb"]
-                .iter()
-                .filter_map(|n| entry(g, n))
-                .collect();
-            reasons(s, run, &es);
+        for (b, t) in pairs.iter().zip(&tallies) {
+            for g in &t.failing {
+                if pairs.len() == 1 {
+                    let _ = writeln!(s, "{} does not match the paper's ratio.", g.label);
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "{} does not match the paper's KVell/{} ratio.",
+                        g.label, b.name
+                    );
+                }
+                let es: Vec<&Entry> = ["kvell", b.engine]
+                    .iter()
+                    .filter_map(|n| entry(g, n))
+                    .collect();
+                reasons(s, run, &es);
+            }
         }
-        summary.push(Summary {
-            what: format!("{fig}: YCSB {dist}, KVell/RocksDB"),
-            verdict: format!(
-                "holds on {held} of {judged} workloads{}",
-                gates.summary_note()
-            ),
-        });
+        for (b, t) in pairs.iter().zip(&tallies) {
+            summary.push(Summary {
+                what: format!("{fig}: YCSB {dist}, KVell/{}", b.name),
+                verdict: format!(
+                    "holds on {} of {} workloads{}",
+                    t.held,
+                    t.judged,
+                    t.gates.summary_note()
+                ),
+            });
+        }
+        if wiredtiger_missing {
+            summary.push(Summary {
+                what: format!("{fig}: YCSB {dist}, KVell/{}", WIREDTIGER.name),
+                verdict: NO_WIREDTIGER_RESULT.into(),
+            });
+        }
         images(s, &charts_of(charts, fig), link);
     }
 }
