@@ -127,6 +127,8 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     info.settings
         .push(("recovery_torn_items".into(), repairs.torn.to_string()));
     info.settings
+        .push(("recovery_torn_large".into(), repairs.torn_large.to_string()));
+    info.settings
         .push(("recovery_holes".into(), repairs.holes.to_string()));
     info.settings
         .push(("recovery_stale".into(), repairs.stale.to_string()));

@@ -219,8 +219,8 @@ impl Scan {
                 } else {
                     self.fmt.failed_span(b, s.room)
                 };
-                let may_tear = crosses(at, span, self.atomic);
-                return self.torn_slot(s, path, slot, at, d, may_tear);
+                let tear = crosses(at, span, self.atomic).then_some(Kind::Torn);
+                return self.torn_slot(s, path, slot, at, d, tear);
             }
         };
         match parsed {
@@ -244,8 +244,8 @@ impl Scan {
                         // made them all, so only a device tearing inside a page
                         // could have left a checksum that fails.
                         Err(d) => {
-                            let may_tear = self.atomic < PAGE;
-                            return self.torn_slot(s, path, slot, at, d, may_tear);
+                            let tear = (self.atomic < PAGE).then_some(Kind::Torn);
+                            return self.torn_slot(s, path, slot, at, d, tear);
                         }
                         // A page of another timestamp: a large item is always
                         // written to a fresh slot in one write of several pages,
@@ -253,7 +253,8 @@ impl Scan {
                         // if any, is still there).
                         Ok(None) => {
                             let d = "large item with a page of another timestamp".into();
-                            return self.torn_slot(s, path, slot, at, d, true);
+                            let tear = Some(Kind::TornLarge);
+                            return self.torn_slot(s, path, slot, at, d, tear);
                         }
                     }
                 } else {
@@ -288,10 +289,10 @@ impl Scan {
 
     /// A slot that failed its checks (`detail`). After a clean close nothing was in
     /// flight: `Corruption`. After an unclean shutdown it is taken for a write the
-    /// crash tore only if one could have (`may_tear`: the bytes that failed cross a
-    /// boundary of the device's atomic writes, or a large item's pages disagree):
-    /// then the slot is freed (buried before the engine opens), counted and
-    /// described; otherwise `Corruption`.
+    /// crash tore only if one could have (`tear`, the kind of repair: the bytes that
+    /// failed cross a boundary of the device's atomic writes, or a large item's pages
+    /// disagree): then the slot is freed (buried before the engine opens), counted and
+    /// described; otherwise (`None`) `Corruption`.
     fn torn_slot(
         &mut self,
         s: &mut ScannedSlab,
@@ -299,12 +300,12 @@ impl Scan {
         slot: u64,
         at: u64,
         detail: String,
-        may_tear: bool,
+        tear: Option<Kind>,
     ) -> Result<()> {
         if self.clean {
             return Err(corrupt(path, at, detail));
         }
-        if !may_tear {
+        let Some(kind) = tear else {
             let why = if self.atomic < PAGE {
                 format!(
                     "the bytes that fail lie in one {}-byte sector, which the device \
@@ -327,8 +328,8 @@ impl Scan {
                      {why})"
                 ),
             ));
-        }
-        self.repairs.add(Kind::Torn, || {
+        };
+        self.repairs.add(kind, || {
             format!(
                 "{} at offset {at}: {detail}; a write in flight at the crash could have \
                  torn it: slot freed (if it held an item no write was changing, that \
