@@ -24,6 +24,20 @@ fn grow_to(len: u64, end: u64) -> u64 {
     end.max(grown).max(MIN_LEN).div_ceil(PAGE as u64) * PAGE as u64
 }
 
+/// The length a slab of `class` at `len` grows to for a slot ending at `end`: the
+/// first length of the growth sequence (`growth_floor`) past both, so that a slab at
+/// a length growth never gives (accepted by recovery when nothing lies past its
+/// floor) is back in the sequence after its next growth. From a length of the
+/// sequence it is one step, `grow_to(len, end)`.
+fn next_growth(len: u64, end: u64, class: usize) -> u64 {
+    let ulen = unit_len(class) as u64;
+    let mut l = 0;
+    while l < end || l <= len {
+        l = grow_to(l, l + ulen);
+    }
+    l
+}
+
 /// The lengths growth gives a slab of `class`, from 0: 0, then the first growth
 /// (1 MiB, or one slot if larger), doubling to 1 GiB, then 1 GiB more at a time.
 /// Returns the largest such length <= `len` and whether it is `len` itself.
@@ -94,7 +108,7 @@ impl Slab {
         let unit = loc.unit();
         let end = unit.file_offset() + unit_len(class) as u64;
         if end > self.len {
-            let new_len = grow_to(self.len, end);
+            let new_len = next_growth(self.len, end, class);
             let r = io
                 .set_len(self.file, new_len)
                 .and_then(|()| io.sync(self.file))
@@ -135,6 +149,24 @@ mod tests {
         assert_eq!(growth_floor(mib, big), (0, false));
         assert_eq!(growth_floor(16 * mib, big), (16 * mib, true));
         assert_eq!(growth_floor(48 * mib, big), (32 * mib, false));
+    }
+
+    #[test]
+    fn growth_from_a_length_of_the_sequence_is_one_step_and_any_other_rejoins_it() {
+        let mib = 1u64 << 20;
+        for class in [0, 3, NCLASS_LAST - 1, NCLASS_LAST] {
+            let ulen = unit_len(class) as u64;
+            let mut len = 0;
+            for _ in 0..14 {
+                let next = next_growth(len, len + ulen, class);
+                assert_eq!(next, grow_to(len, len + ulen), "class {class} from {len}");
+                assert_eq!(growth_floor(next, class), (next, true));
+                len = next;
+            }
+        }
+        // 3 pages (a slab extended by hand): the next growth is 1 MiB
+        assert_eq!(next_growth(3 * 4096, 4 * 4096, 0), mib);
+        assert_eq!(next_growth(mib + 4096, mib + 8192, 0), 2 * mib);
     }
 
     const NCLASS_LAST: usize = SMALL.len() + LARGE_PAGES.len() - 1;
