@@ -72,6 +72,11 @@ pub struct Config {
     pub scan_in_flight: usize,
     /// A CRC32 per item and tombstone (fixed when the database is created).
     pub checksum: bool,
+    /// The bytes the device writes whole or not at all (`kvell.atomic_write`: 4096,
+    /// the default, or 512 for a device that tears 512 B sectors). Recovery after an
+    /// unclean shutdown takes a slot that fails its checks for a torn write only where
+    /// a write of this unit could have torn it; anything else is `Corruption`.
+    pub atomic_write: usize,
     /// Options as given (for EngineInfo), when built from options.
     pub settings: Vec<(String, String)>,
 }
@@ -93,6 +98,7 @@ impl Config {
             direct: true,
             scan_in_flight: 64,
             checksum: true,
+            atomic_write: PAGE,
             settings: Vec::new(),
         }
     }
@@ -132,6 +138,10 @@ impl Config {
         c.direct = o.bool("direct", true)?;
         c.scan_in_flight = o.usize("scan_in_flight", 64)?;
         c.checksum = o.bool("checksum", true)?;
+        c.atomic_write = match o.choice("atomic_write", "4096", &["4096", "512"])?.as_str() {
+            "512" => 512,
+            _ => PAGE,
+        };
         o.finish()?;
         c.settings = o.resolved();
         c.validate()?;
@@ -157,6 +167,9 @@ impl Config {
         }
         if self.freelist == 0 {
             return bad("freelist: must be at least 1");
+        }
+        if self.atomic_write != 512 && self.atomic_write != PAGE {
+            return bad("atomic_write: must be 512 or 4096");
         }
         Ok(())
     }
@@ -209,7 +222,7 @@ impl Config {
         })
     }
 
-    pub(crate) fn info(&self, recovery_us: u64, recovery_bytes: u64, repaired: u64) -> EngineInfo {
+    pub(crate) fn info(&self, recovery_us: u64, recovery_bytes: u64) -> EngineInfo {
         let (durability, setting) = match self.mode {
             Mode::Direct => (
                 Durability::Process,
@@ -235,6 +248,7 @@ impl Config {
             ("direct".into(), self.direct.to_string()),
             ("scan_in_flight".into(), self.scan_in_flight.to_string()),
             ("checksum".into(), self.checksum.to_string()),
+            ("atomic_write".into(), self.atomic_write.to_string()),
         ];
         let mut notes = Vec::new();
         match (self.memory, self.budget()) {
@@ -275,11 +289,6 @@ impl Config {
                  outside any budget (bounded only by the driver's memory cgroup)"
                     .into(),
             );
-        }
-        if repaired > 0 {
-            notes.push(format!(
-                "recovery freed {repaired} slots holding older copies or torn large items"
-            ));
         }
         EngineInfo {
             engine: "kvell".into(),

@@ -26,9 +26,16 @@ pub struct Kvell {
     locks: Mutex<Vec<DirLock>>,
     recovery_us: u64,
     recovery_bytes: u64,
-    /// Items freed at open as torn writes (header or CRC failed after an unclean
-    /// shutdown).
+    /// Slots freed at open as torn writes (header or CRC failed after an unclean
+    /// shutdown, where a write in flight could have torn them).
     recovery_torn_items: u64,
+    /// Large items freed at open: a page of another timestamp (a multi-page write a
+    /// power loss kept in part).
+    recovery_torn_large: u64,
+    /// Never-written slots below a slab's end tombstoned at open.
+    recovery_holes: u64,
+    /// Older copies buried at open.
+    recovery_stale: u64,
 }
 
 impl Kvell {
@@ -43,7 +50,10 @@ impl Kvell {
             locks: Mutex::new(o.locks),
             recovery_us: o.recovery_us,
             recovery_bytes: o.recovery_bytes,
-            recovery_torn_items: o.recovery_torn_items,
+            recovery_torn_items: o.repairs.torn,
+            recovery_torn_large: o.repairs.torn_large,
+            recovery_holes: o.repairs.holes,
+            recovery_stale: o.repairs.stale,
         }))
     }
 
@@ -180,6 +190,9 @@ impl Engine for Kvell {
             ("recovery_us".into(), self.recovery_us),
             ("recovery_bytes".into(), self.recovery_bytes),
             ("recovery_torn_items".into(), self.recovery_torn_items),
+            ("recovery_torn_large".into(), self.recovery_torn_large),
+            ("recovery_holes".into(), self.recovery_holes),
+            ("recovery_stale".into(), self.recovery_stale),
             // Gauges: bytes held, as of each worker's last fit of its cache to its
             // budget (budget.rs), so they add up as the worker saw them.
             ("memory.page_cache".into(), mem[0]),

@@ -9,6 +9,7 @@ use crate::cache::{META_PER_FRAME, PageCache};
 use crate::config::Config;
 use crate::index::Index;
 use crate::poison::Poison;
+use crate::recovery::Repairs;
 use crate::request::Msg;
 use crate::route::{Shared, WorkerHandle};
 use crate::scan;
@@ -31,18 +32,16 @@ pub(crate) struct Opened {
     pub(crate) locks: Vec<DirLock>,
     pub(crate) recovery_us: u64,
     pub(crate) recovery_bytes: u64,
-    pub(crate) recovery_torn_items: u64,
+    /// What recovery repaired, over all workers.
+    pub(crate) repairs: Repairs,
 }
 
 /// What a worker reports once open.
 struct WorkerOpened {
     /// Slab bytes read by recovery.
     bytes: u64,
-    /// Slots repaired or freed by recovery.
-    repaired: u64,
-    torn_items: u64,
-    /// The first torn slots, described.
-    torn_notes: Vec<String>,
+    /// What recovery repaired (counted and described).
+    repairs: Repairs,
     /// Time to allocate and touch its page cache (during recovery, in parallel).
     cache_us: u64,
 }
@@ -94,24 +93,13 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     let mut workers = Vec::new();
     let mut first_err = None;
     let mut recovery_bytes = 0;
-    let mut repaired = 0;
-    let mut recovery_torn_items = 0;
-    let mut torn_notes = Vec::new();
+    let mut repairs = Repairs::default();
     let mut cache_setup_us = 0;
     for (h, ready) in opening {
         match ready.recv() {
             Ok(Ok(o)) => {
                 recovery_bytes += o.bytes;
-                repaired += o.repaired;
-                recovery_torn_items += o.torn_items;
-                let more = o.torn_items.saturating_sub(o.torn_notes.len() as u64);
-                torn_notes.extend(o.torn_notes);
-                if more > 0 {
-                    torn_notes.push(format!(
-                        "recovery: {more} more slots of worker {} freed as torn writes",
-                        workers.len()
-                    ));
-                }
+                repairs.merge(workers.len(), o.repairs);
                 // Workers set up their caches in parallel.
                 cache_setup_us = cache_setup_us.max(o.cache_us);
             }
@@ -133,12 +121,17 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
         return Err(e);
     }
     let recovery_us = t0.elapsed().as_micros() as u64;
-    let mut info = cfg.info(recovery_us, recovery_bytes, repaired);
-    info.notes.extend(torn_notes);
-    info.settings.push((
-        "recovery_torn_items".into(),
-        recovery_torn_items.to_string(),
-    ));
+    let mut info = cfg.info(recovery_us, recovery_bytes);
+    info.notes.extend(repairs.summary());
+    info.notes.extend(repairs.notes.iter().cloned());
+    info.settings
+        .push(("recovery_torn_items".into(), repairs.torn.to_string()));
+    info.settings
+        .push(("recovery_torn_large".into(), repairs.torn_large.to_string()));
+    info.settings
+        .push(("recovery_holes".into(), repairs.holes.to_string()));
+    info.settings
+        .push(("recovery_stale".into(), repairs.stale.to_string()));
     info.settings
         .push(("cache_setup_us".into(), cache_setup_us.to_string()));
     let (scan_tx, scan_rx) = std::sync::mpsc::channel();
@@ -157,7 +150,7 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
         locks,
         recovery_us,
         recovery_bytes,
-        recovery_torn_items,
+        repairs,
     })
 }
 
@@ -173,13 +166,20 @@ fn open_worker(
 ) -> Result<(Worker, WorkerOpened)> {
     let dir = cfg.dir_of(w);
     let mut io = cfg.backend()?;
-    let (rec, (cache, cache_us)) = match cfg.budget() {
+    let (mut rec, (cache, cache_us)) = match cfg.budget() {
         // Under a budget the cache is set up after recovery: recovery's key map is
         // freed by then, and the index is known, so only the frames the budget
         // leaves beside it are touched (the others stay out of memory).
         Some(b) => {
-            let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
-                .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r))?;
+            let rec = recovery::recover(
+                io.as_mut(),
+                &dir,
+                w,
+                cfg.freelist,
+                cfg.format(),
+                cfg.atomic_write,
+            )
+            .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r))?;
             let t = Instant::now();
             // The key map recovery freed leaves the heap before the cache is touched.
             crate::io::pagemem::trim_heap();
@@ -202,8 +202,15 @@ fn open_worker(
                 });
             // From here on the slabs change: the record says "open" until a clean
             // close.
-            let rec = recovery::recover(io.as_mut(), &dir, w, cfg.freelist, cfg.format())
-                .and_then(|r| r.clean.mark_open(io.as_mut()).map(|()| r));
+            let rec = recovery::recover(
+                io.as_mut(),
+                &dir,
+                w,
+                cfg.freelist,
+                cfg.format(),
+                cfg.atomic_write,
+            )
+            .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
             let cache = match cache {
                 Ok(h) => h
                     .join()
@@ -216,9 +223,7 @@ fn open_worker(
     };
     let opened = WorkerOpened {
         bytes: rec.bytes_read,
-        repaired: rec.stale + rec.torn + rec.torn_items,
-        torn_items: rec.torn_items,
-        torn_notes: rec.torn_notes,
+        repairs: std::mem::take(&mut rec.repairs),
         cache_us,
     };
     let index_bytes = rec.index.bytes();

@@ -102,9 +102,20 @@ fn truncated_slab_is_reported_or_recovered_up_to_the_cut() {
     let err = Kvell::open(cfg(d.path())).err().expect("opened a cut slab");
     assert!(matches!(err, Error::Corruption { .. }), "{err}");
     assert!(err.to_string().contains("items lost"), "{err}");
-    // without the record (the operator accepts the loss, or after a crash) what is
-    // intact (3 pages of 40 items) is recovered
+    // without the record the length itself tells: 3 pages is no length file growth
+    // gives (1 MiB first), and items lie past the last one it gives (0)
     std::fs::remove_file(d.path().join("w000.clean")).unwrap();
+    let err = Kvell::open(cfg(d.path())).err().expect("opened a cut slab");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(
+        err.to_string().contains("length growth never gives"),
+        "{err}"
+    );
+    // the operator accepts the loss: the slab back at a growth length (1 MiB) and no
+    // record; what is intact (3 pages of 40 items) is recovered
+    let f = OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(1 << 20).unwrap();
+    drop(f);
     let e = Kvell::open(cfg(d.path())).unwrap();
     assert_eq!(e.counters().items, Some(120));
     assert_eq!(

@@ -56,8 +56,11 @@ pub trait Backend: Send {
     fn read(&mut self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// Synchronous write (recovery repairs).
     fn write(&mut self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()>;
-    /// Makes completed writes and the file's size durable.
+    /// Makes completed writes and the file's size durable (fsync).
     fn sync(&mut self, file: FileId) -> io::Result<()>;
+    /// Makes the entries of the files created in directory `dir` durable (fsync of
+    /// the directory): until then a power loss may take a new file away.
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()>;
     /// Queues an asynchronous I/O; gives it back if the submission queue is full.
     fn push(&mut self, req: IoReq) -> Result<(), IoReq>;
     /// Hands queued I/Os to the device (one system call for the batch).

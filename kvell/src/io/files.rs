@@ -1,5 +1,6 @@
 //! The files of one backend and their synchronous operations (open, length, growth,
-//! blocking read and write, sync), shared by the psync and io_uring backends.
+//! blocking read and write, sync of a file or of its directory), shared by the psync
+//! and io_uring backends.
 #![expect(
     unsafe_code,
     reason = "fallocate is a libc call; its one use has its SAFETY note"
@@ -50,6 +51,11 @@ impl Files {
     pub fn sync(&self, file: FileId) -> io::Result<()> {
         self.files[file].sync_all()
     }
+}
+
+/// fsync of a directory: the entries of the files created in it are durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// Opens a slab file, with O_DIRECT if asked.

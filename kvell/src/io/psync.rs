@@ -42,6 +42,9 @@ impl Backend for Psync {
     fn sync(&mut self, file: FileId) -> io::Result<()> {
         self.files.sync(file)
     }
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        super::files::sync_dir(dir)
+    }
     fn push(&mut self, req: IoReq) -> Result<(), IoReq> {
         self.queued.push(req);
         Ok(())

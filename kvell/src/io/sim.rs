@@ -1,9 +1,22 @@
-//! A simulated disk for crash tests: in-memory files where every page written since
-//! the last flush is "written" but not "durable". [`SimDisk::crash`] freezes the disk
-//! (later writes are lost) and builds the image a crash would leave: after a killed
-//! process every completed write survives; after a power loss each non-durable page
-//! independently survives or not (writes torn at 4 KiB), or, for a device whose atomic
-//! write unit is a 512 B sector, each sector of each non-durable page does.
+//! A simulated disk for crash tests: in-memory files that keep what the kernel holds
+//! ("written") apart from what the device and the file system have made durable, as a
+//! real file system does until it is synced:
+//! - a page written since the file's last sync is not durable (with `dsync`, a write
+//!   is durable on completion, and so is the file size it needs to be read back);
+//! - a file's size (growth by `set_len`, or a write past the end) is durable only once
+//!   the file is synced;
+//! - a new file's directory entry is durable only once its directory is synced
+//!   ([`Backend::sync_dir`]); a file created and synced but whose directory was not
+//!   may be gone after a power loss.
+//!
+//! [`SimDisk::crash`] freezes the disk (later operations change nothing) and decides
+//! the image the crash leaves, applied by [`SimDisk::restart`]: after a killed process
+//! everything the kernel held survives; after a power loss each non-durable page
+//! independently survives or not (writes torn at 4 KiB; or, for a device whose atomic
+//! write unit is a 512 B sector, each sector of each non-durable page does), each
+//! size change not yet synced survives or not, and each directory entry not yet synced
+//! survives or not (the file is then gone), all drawn from the crash's seed. The
+//! frozen engine keeps the view it had until it is dropped.
 
 use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq, PAGE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,9 +26,50 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Default)]
 struct SimFile {
+    /// What reads see (the kernel's view).
     data: Vec<u8>,
+    /// The device's bytes at each offset (as long as `data`; what lies past
+    /// `durable_len` is reachable only if the size change survives).
     durable: Vec<u8>,
+    /// Pages written since they were last made durable.
     dirty: BTreeSet<usize>,
+    /// The file size the file system has made durable.
+    durable_len: usize,
+    /// The file's directory entry is durable.
+    entry: bool,
+    /// The image a crash left (bytes, or `None`: the file is gone), applied at
+    /// restart.
+    after: Option<Option<Vec<u8>>>,
+}
+
+impl SimFile {
+    /// A file whose every byte, size and entry are durable (a test's edit, or what a
+    /// restart found).
+    fn settled(data: Vec<u8>) -> SimFile {
+        SimFile {
+            durable: data.clone(),
+            durable_len: data.len(),
+            data,
+            dirty: BTreeSet::new(),
+            entry: true,
+            after: None,
+        }
+    }
+
+    fn resize(&mut self, len: usize) {
+        self.data.resize(len, 0);
+        self.durable.resize(len, 0);
+    }
+
+    /// An fsync: every written page and the size are durable.
+    fn sync(&mut self) {
+        for &p in &self.dirty {
+            let r = p * PAGE..((p + 1) * PAGE).min(self.data.len());
+            self.durable[r.clone()].copy_from_slice(&self.data[r]);
+        }
+        self.dirty.clear();
+        self.durable_len = self.data.len();
+    }
 }
 
 #[derive(Default)]
@@ -23,13 +77,23 @@ struct State {
     files: BTreeMap<PathBuf, SimFile>,
     frozen: bool,
     fail_writes: bool,
-    /// I/O operations so far (reads, writes, syncs, growths).
+    /// I/O operations so far (opens, reads, writes, syncs, growths).
     ops: u64,
     /// Operation number (0-based) from which every operation fails.
     fail_at: Option<u64>,
+    /// The one operation number that fails.
+    fail_op: Option<u64>,
     /// A crash armed by [`SimDisk::crash_at`]: it happens in the first write at or
     /// after this operation number, that write caught half-way (written, not durable).
     crash_at: Option<(u64, Crash)>,
+    /// A crash armed by [`SimDisk::cut_power_at`]: it happens before this operation
+    /// number, whatever the operation.
+    cut_at: Option<(u64, Crash)>,
+}
+
+/// A failed operation.
+fn injected(n: u64) -> io::Error {
+    io::Error::other(format!("injected I/O failure at operation {n}"))
 }
 
 impl State {
@@ -40,22 +104,25 @@ impl State {
             .ok_or_else(|| io::Error::other(format!("sim file {} is gone", path.display())))
     }
 
-    /// Counts one operation; fails it if fault injection says so.
-    fn step(&mut self) -> io::Result<()> {
+    /// Counts one operation; crashes first if a power cut is armed for it; fails it
+    /// if fault injection says so (the error carries the operation's number).
+    fn step(&mut self) -> Result<(), (u64, io::Error)> {
         let n = self.ops;
         self.ops += 1;
-        match self.fail_at {
-            Some(f) if n >= f => Err(io::Error::other(format!(
-                "injected I/O failure at operation {n}"
-            ))),
-            _ => Ok(()),
+        if let Some((at, c)) = self.cut_at
+            && n >= at
+        {
+            self.crash(c);
         }
+        let fails = matches!(self.fail_at, Some(f) if n >= f) || self.fail_op == Some(n);
+        if fails { Err((n, injected(n))) } else { Ok(()) }
     }
 
-    /// Freezes the disk in the state `crash` leaves.
+    /// Freezes the disk and decides the image `crash` leaves (see the module note).
     fn crash(&mut self, crash: Crash) {
         self.frozen = true;
         self.crash_at = None;
+        self.cut_at = None;
         let mut x = match crash {
             Crash::Process => 0,
             Crash::Power(seed) | Crash::PowerSectors(seed) => {
@@ -66,6 +133,7 @@ impl State {
             Crash::PowerSectors(_) => SECTOR,
             _ => PAGE,
         };
+        let power = crash != Crash::Process;
         let mut coin = || {
             x ^= x << 13;
             x ^= x >> 7;
@@ -73,20 +141,30 @@ impl State {
             x & 1 == 1
         };
         for f in self.files.values_mut() {
+            if f.after.is_some() {
+                continue; // an earlier crash decided it
+            }
+            if !power {
+                f.after = Some(Some(f.data.clone()));
+                continue;
+            }
+            let mut durable = f.durable.clone();
             for &p in &f.dirty {
-                for u in (p * PAGE..(p + 1) * PAGE).step_by(unit) {
-                    let keep = match crash {
-                        Crash::Process => true,
-                        Crash::Power(_) | Crash::PowerSectors(_) => coin(),
-                    };
-                    if keep {
-                        let r = u..u + unit;
-                        f.durable[r.clone()].copy_from_slice(&f.data[r]);
+                for u in (p * PAGE..((p + 1) * PAGE).min(f.data.len())).step_by(unit) {
+                    if coin() {
+                        let r = u..(u + unit).min(f.data.len());
+                        durable[r.clone()].copy_from_slice(&f.data[r]);
                     }
                 }
             }
-            f.dirty.clear();
-            f.data = f.durable.clone();
+            let len = if f.durable_len == f.data.len() || coin() {
+                f.data.len()
+            } else {
+                f.durable_len
+            };
+            durable.resize(len, 0);
+            let gone = !f.entry && coin();
+            f.after = Some((!gone).then_some(durable));
         }
     }
 }
@@ -100,11 +178,12 @@ pub struct SimDisk(Arc<Mutex<State>>);
 pub enum Crash {
     /// The process is killed: completed writes survive, queued ones are lost.
     Process,
-    /// Power loss: non-durable pages survive or not at random (seeded).
+    /// Power loss: non-durable pages survive or not at random (seeded), and so do
+    /// size changes and directory entries not yet synced.
     Power(u64),
     /// Power loss on a device with 512 B atomic sectors: each 512 B sector of each
     /// non-durable page survives or not at random (seeded), so a page write is torn
-    /// inside the page.
+    /// inside the page; size changes and entries as for [`Crash::Power`].
     PowerSectors(u64),
 }
 
@@ -135,14 +214,35 @@ impl SimDisk {
         self.lock().crash_at = Some((op, crash));
     }
 
+    /// Arms a power cut (or a kill) just before operation `op`, whatever it is (a
+    /// file creation, a write, a sync of a file or of a directory, a growth): that
+    /// operation and every later one change nothing.
+    pub fn cut_power_at(&self, op: u64, crash: Crash) {
+        self.lock().cut_at = Some((op, crash));
+    }
+
     /// Whether the disk has crashed (and not restarted).
     pub fn crashed(&self) -> bool {
         self.lock().frozen
     }
 
-    /// Unfreezes the disk (after the crashed engine is dropped) for a reopen.
+    /// After the crashed engine is dropped: the disk holds the image the crash left
+    /// (files gone, sizes and pages as decided), all of it durable now, for a reopen.
     pub fn restart(&self) {
-        self.lock().frozen = false;
+        let mut s = self.lock();
+        s.frozen = false;
+        let files = std::mem::take(&mut s.files);
+        for (path, f) in files {
+            match f.after {
+                None => {
+                    s.files.insert(path, f);
+                }
+                Some(Some(data)) => {
+                    s.files.insert(path, SimFile::settled(data));
+                }
+                Some(None) => {}
+            }
+        }
     }
 
     /// Makes every later write fail (to test poisoning).
@@ -150,30 +250,58 @@ impl SimDisk {
         self.lock().fail_writes = fail;
     }
 
-    /// I/O operations (reads, writes, syncs, growths) issued so far.
+    /// I/O operations (opens, reads, writes, syncs, growths) issued so far.
     pub fn ops(&self) -> u64 {
         self.lock().ops
     }
 
     /// Makes operation number `n` (0-based, see [`SimDisk::ops`]) and every later one
-    /// fail; `None` stops the injection.
+    /// fail; `None` stops the injection. A failed write of several pages may have
+    /// landed some of them first (a prefix chosen by its operation number; a single
+    /// page write that failed has landed when that number is odd), as a device that
+    /// reports an error after writing part of a request.
     pub fn fail_at(&self, n: Option<u64>) {
         self.lock().fail_at = n;
     }
 
-    /// Direct access to a file's current bytes (tests corrupt or truncate it).
+    /// Makes only operation number `n` fail (as [`SimDisk::fail_at`] does); `None`
+    /// stops it.
+    pub fn fail_op(&self, n: Option<u64>) {
+        self.lock().fail_op = n;
+    }
+
+    /// Direct access to a file's current bytes (tests corrupt or truncate it); the
+    /// result is durable.
     pub fn edit(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
         let mut s = self.lock();
         if let Some(file) = s.files.get_mut(path) {
             f(&mut file.data);
-            file.durable = file.data.clone();
-            file.dirty.clear();
+            *file = SimFile::settled(std::mem::take(&mut file.data));
         }
+    }
+
+    /// Removes a file (a test's damage: a lost file).
+    pub fn remove(&self, path: &Path) {
+        self.lock().files.remove(path);
     }
 
     /// Paths of the files on the disk.
     pub fn paths(&self) -> Vec<PathBuf> {
         self.lock().files.keys().cloned().collect()
+    }
+
+    /// An fsync of directory `dir`: the entries of its files are durable.
+    pub(crate) fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        s.step().map_err(|(_, e)| e)?;
+        if !s.frozen {
+            for (p, f) in s.files.iter_mut() {
+                if p.parent() == Some(dir) {
+                    f.entry = true;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -198,7 +326,24 @@ impl Sim {
 
     fn do_write(&self, file: FileId, offset: u64, buf: &[u8]) -> io::Result<()> {
         let mut s = self.disk.lock();
-        s.step()?;
+        let off = offset as usize;
+        let end = off + buf.len();
+        if let Err((n, e)) = s.step() {
+            // A device may report an error after writing part of a request: a prefix
+            // of its pages lands (not durable).
+            let pages = buf.len().div_ceil(PAGE) as u64;
+            let landed = (n % (pages + 1)) as usize * PAGE;
+            if landed > 0 && !s.frozen && !s.fail_writes {
+                let f = s.file_mut(&self.files[file])?;
+                let stop = (off + landed).min(end);
+                if f.data.len() < stop {
+                    f.resize(stop);
+                }
+                f.data[off..stop].copy_from_slice(&buf[..stop - off]);
+                f.dirty.extend(off / PAGE..stop.div_ceil(PAGE));
+            }
+            return Err(e);
+        }
         if s.fail_writes {
             return Err(io::Error::other("simulated write failure"));
         }
@@ -206,11 +351,8 @@ impl Sim {
             return Ok(());
         }
         let f = s.file_mut(&self.files[file])?;
-        let off = offset as usize;
-        let end = off + buf.len();
         if f.data.len() < end {
-            f.data.resize(end, 0);
-            f.durable.resize(end, 0);
+            f.resize(end);
         }
         f.data[off..end].copy_from_slice(buf);
         // An armed crash catches this write in flight: written, not yet durable.
@@ -220,7 +362,9 @@ impl Sim {
         };
         let f = s.file_mut(&self.files[file])?;
         if self.flags.dsync && crash.is_none() {
+            // O_DSYNC: the data and the size needed to read it back are durable.
             f.durable[off..end].copy_from_slice(buf);
+            f.durable_len = f.durable_len.max(end);
         } else {
             f.dirty.extend(off / PAGE..end.div_ceil(PAGE));
         }
@@ -232,7 +376,7 @@ impl Sim {
 
     fn do_read(&self, file: FileId, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         let mut s = self.disk.lock();
-        s.step()?;
+        s.step().map_err(|(_, e)| e)?;
         let f = s.file_mut(&self.files[file])?;
         let off = offset as usize;
         if off + buf.len() > f.data.len() {
@@ -248,28 +392,33 @@ impl Sim {
 
 impl Backend for Sim {
     fn open(&mut self, path: &Path) -> io::Result<FileId> {
-        self.disk
-            .lock()
-            .files
+        let mut s = self.disk.lock();
+        s.step().map_err(|(_, e)| e)?;
+        let frozen = s.frozen;
+        s.files
             .entry(path.to_path_buf())
-            .or_default();
+            .or_insert_with(|| SimFile {
+                // created after a crash: the frozen engine sees it, the restart does not
+                after: frozen.then_some(None),
+                ..SimFile::default()
+            });
+        drop(s);
         self.files.push(path.to_path_buf());
         Ok(self.files.len() - 1)
     }
     fn len(&self, file: FileId) -> io::Result<u64> {
-        let s = self.disk.lock();
-        Ok(s.files[&self.files[file]].data.len() as u64)
+        let mut s = self.disk.lock();
+        Ok(s.file_mut(&self.files[file])?.data.len() as u64)
     }
     fn set_len(&mut self, file: FileId, len: u64) -> io::Result<()> {
         let mut s = self.disk.lock();
-        s.step()?;
+        s.step().map_err(|(_, e)| e)?;
         if s.frozen {
             return Ok(());
         }
         let f = s.file_mut(&self.files[file])?;
         if (len as usize) > f.data.len() {
-            f.data.resize(len as usize, 0);
-            f.durable.resize(len as usize, 0);
+            f.resize(len as usize);
         }
         Ok(())
     }
@@ -281,17 +430,15 @@ impl Backend for Sim {
     }
     fn sync(&mut self, file: FileId) -> io::Result<()> {
         let mut s = self.disk.lock();
-        s.step()?;
+        s.step().map_err(|(_, e)| e)?;
         if s.frozen {
             return Ok(());
         }
-        let f = s.file_mut(&self.files[file])?;
-        for &p in &f.dirty {
-            let r = p * PAGE..(p + 1) * PAGE;
-            f.durable[r.clone()].copy_from_slice(&f.data[r]);
-        }
-        f.dirty.clear();
+        s.file_mut(&self.files[file])?.sync();
         Ok(())
+    }
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        self.disk.sync_dir(dir)
     }
     fn push(&mut self, req: IoReq) -> Result<(), IoReq> {
         self.queued.push(req);
@@ -319,5 +466,152 @@ impl Backend for Sim {
     }
     fn name(&self) -> &'static str {
         "sim"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim(disk: &SimDisk, dsync: bool) -> Sim {
+        Sim::new(
+            disk.clone(),
+            IoFlags {
+                direct: true,
+                dsync,
+            },
+        )
+    }
+
+    fn page(b: u8) -> Vec<u8> {
+        vec![b; PAGE]
+    }
+
+    /// What survives a power loss, over many seeds: (file kept, its length).
+    fn outcomes(setup: impl Fn(&mut Sim, &SimDisk)) -> BTreeSet<(bool, usize)> {
+        let mut seen = BTreeSet::new();
+        for seed in 0..64 {
+            let disk = SimDisk::new();
+            let mut io = sim(&disk, false);
+            setup(&mut io, &disk);
+            disk.crash(Crash::Power(seed));
+            drop(io);
+            disk.restart();
+            let mut len = 0;
+            disk.edit(Path::new("/d/f"), |b| len = b.len());
+            seen.insert((disk.paths().contains(&PathBuf::from("/d/f")), len));
+        }
+        seen
+    }
+
+    #[test]
+    fn a_new_file_is_durable_only_once_its_directory_is_synced() {
+        let created = outcomes(|io, _| {
+            let f = io.open(Path::new("/d/f")).unwrap();
+            io.write(f, 0, &page(1)).unwrap();
+            io.sync(f).unwrap();
+        });
+        assert!(
+            created.contains(&(false, 0)),
+            "{created:?}: the entry may be lost"
+        );
+        assert!(created.contains(&(true, PAGE)), "{created:?}");
+        let synced = outcomes(|io, _| {
+            let f = io.open(Path::new("/d/f")).unwrap();
+            io.write(f, 0, &page(1)).unwrap();
+            io.sync(f).unwrap();
+            io.sync_dir(Path::new("/d")).unwrap();
+        });
+        assert_eq!(synced, BTreeSet::from([(true, PAGE)]));
+    }
+
+    #[test]
+    fn a_growth_is_durable_only_once_the_file_is_synced() {
+        let setup = |sync: bool| {
+            move |io: &mut Sim, _: &SimDisk| {
+                let f = io.open(Path::new("/d/f")).unwrap();
+                io.sync_dir(Path::new("/d")).unwrap();
+                io.set_len(f, 4 * PAGE as u64).unwrap();
+                if sync {
+                    io.sync(f).unwrap();
+                }
+            }
+        };
+        let grown = outcomes(setup(false));
+        assert_eq!(grown, BTreeSet::from([(true, 0), (true, 4 * PAGE)]));
+        assert_eq!(outcomes(setup(true)), BTreeSet::from([(true, 4 * PAGE)]));
+    }
+
+    #[test]
+    fn a_dsync_write_makes_its_data_and_the_size_it_needs_durable() {
+        for seed in 0..16 {
+            let disk = SimDisk::new();
+            let mut io = sim(&disk, true);
+            let f = io.open(Path::new("/d/f")).unwrap();
+            io.sync_dir(Path::new("/d")).unwrap();
+            io.write(f, PAGE as u64, &page(7)).unwrap();
+            disk.crash(Crash::Power(seed));
+            drop(io);
+            disk.restart();
+            disk.edit(Path::new("/d/f"), |b| {
+                assert_eq!(b.len(), 2 * PAGE);
+                assert!(b[PAGE..].iter().all(|&x| x == 7));
+            });
+        }
+    }
+
+    #[test]
+    fn a_killed_process_keeps_everything_the_kernel_held() {
+        let disk = SimDisk::new();
+        let mut io = sim(&disk, false);
+        let f = io.open(Path::new("/d/f")).unwrap();
+        io.set_len(f, 2 * PAGE as u64).unwrap();
+        io.write(f, 0, &page(3)).unwrap();
+        disk.crash(Crash::Process);
+        io.write(f, PAGE as u64, &page(4)).unwrap(); // after the crash: dropped
+        drop(io);
+        disk.restart();
+        disk.edit(Path::new("/d/f"), |b| {
+            assert_eq!(b.len(), 2 * PAGE);
+            assert!(b[..PAGE].iter().all(|&x| x == 3));
+            assert!(b[PAGE..].iter().all(|&x| x == 0));
+        });
+    }
+
+    #[test]
+    fn a_power_cut_before_an_operation_stops_it_and_every_later_one() {
+        let disk = SimDisk::new();
+        let mut io = sim(&disk, false);
+        let f = io.open(Path::new("/d/f")).unwrap();
+        io.sync_dir(Path::new("/d")).unwrap();
+        disk.cut_power_at(disk.ops() + 1, Crash::Power(1));
+        io.write(f, 0, &page(1)).unwrap(); // before the cut
+        io.sync(f).unwrap(); // the cut: not done
+        assert!(disk.crashed());
+        let g = io.open(Path::new("/d/g")).unwrap(); // after it: never on the disk
+        io.write(g, 0, &page(2)).unwrap();
+        drop(io);
+        disk.restart();
+        assert_eq!(disk.paths(), vec![PathBuf::from("/d/f")]);
+    }
+
+    #[test]
+    fn a_failed_write_may_land_a_prefix_of_its_pages() {
+        let mut landed = BTreeSet::new();
+        for n in 0..4 {
+            let disk = SimDisk::new();
+            let mut io = sim(&disk, false);
+            let f = io.open(Path::new("/d/f")).unwrap();
+            for _ in 0..n {
+                io.sync(f).unwrap();
+            }
+            disk.fail_op(Some(disk.ops()));
+            let mut two = page(5);
+            two.extend(page(6));
+            assert!(io.write(f, 0, &two).is_err());
+            let len = io.len(f).unwrap() as usize;
+            landed.insert(len / PAGE);
+        }
+        assert_eq!(landed, BTreeSet::from([0, 1, 2]));
     }
 }

@@ -82,6 +82,9 @@ impl Backend for Uring {
     fn sync(&mut self, file: FileId) -> io::Result<()> {
         self.files.sync(file)
     }
+    fn sync_dir(&mut self, dir: &Path) -> io::Result<()> {
+        super::files::sync_dir(dir)
+    }
     fn push(&mut self, mut req: IoReq) -> Result<(), IoReq> {
         if self.ring.submission().is_full() {
             return Err(req);

@@ -1,11 +1,14 @@
 //! Recovery at open, per worker and in parallel: `recover.rs` drives it, `slab_scan.rs`
 //! reads each slab (newest copy wins, tombstones to free lists), `repair.rs` writes
-//! the tombstones an unclean shutdown needs, `readahead.rs` keeps the scan's reads
-//! sequential and in flight. The clean-shutdown record it reads is `clean.rs`.
+//! the tombstones an unclean shutdown needs, `report.rs` counts and describes them,
+//! `readahead.rs` keeps the scan's reads sequential and in flight. The clean-shutdown
+//! record it reads is `clean.rs`.
 
 mod readahead;
 mod recover;
 mod repair;
+mod report;
 mod slab_scan;
 
 pub(crate) use recover::recover;
+pub(crate) use report::Repairs;

@@ -1,15 +1,18 @@
 //! `recover`: a worker, at open, scans each of its slab files with large sequential
-//! reads (`slab_scan.rs`), checks what a clean close promised (the clean-shutdown
-//! record), buries what must not come back (`repair.rs`), and rebuilds its index
+//! reads (`slab_scan.rs`), checks what the clean-shutdown record promised (a clean
+//! close: where each slab ends; any state: how long each slab is), buries what must
+//! not come back (`repair.rs`), counts and describes each repair (`report.rs`),
+//! makes the entries of the files it created durable, and rebuilds its index
 //! (keeping the copy of a key with the highest timestamp) and its free lists.
 
 use super::repair;
+use super::report::{Kind, Repairs};
 use super::slab_scan::{Scan, corrupt};
 use crate::clean::CleanRecord;
 use crate::index::Index;
 use crate::io::Backend;
 use crate::slab::{self, Format, FreeList, Loc, NCLASS, Slab};
-use kvapi::Result;
+use kvapi::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// A worker's state as recovered from its files.
@@ -21,25 +24,32 @@ pub(crate) struct Recovered {
     pub(crate) index: Index,
     pub(crate) max_ts: u64,
     pub(crate) bytes_read: u64,
-    pub(crate) stale: u64,
-    pub(crate) torn: u64,
-    /// Slots whose header or checksum failed after an unclean shutdown: torn writes,
-    /// freed (see DESIGN.md, Recovery).
-    pub(crate) torn_items: u64,
-    /// The first of those, described (file, offset, what failed).
-    pub(crate) torn_notes: Vec<String>,
+    /// Older copies buried, torn slots freed, holes tombstoned (see DESIGN.md,
+    /// Recovery).
+    pub(crate) repairs: Repairs,
 }
 
-/// Opens and scans the slab files of `worker` in `dir`.
+impl Recovered {
+    /// Marks the worker's record open, with the slabs' lengths as found.
+    pub(crate) fn mark_open(&mut self, io: &mut dyn Backend) -> Result<()> {
+        let lens: Vec<u64> = self.slabs.iter().map(|s| s.len).collect();
+        self.clean.mark_open(io, &lens)
+    }
+}
+
+/// Opens and scans the slab files of `worker` in `dir`; `atomic` is the bytes the
+/// device writes whole or not at all (`kvell.atomic_write`).
 pub(crate) fn recover(
     io: &mut dyn Backend,
     dir: &Path,
     worker: usize,
     freelist: usize,
     fmt: Format,
+    atomic: usize,
 ) -> Result<Recovered> {
-    let (clean, ends) = CleanRecord::open(io, dir, worker)?;
-    let mut scan = Scan::new(fmt, ends.is_some());
+    let (clean, recorded) = CleanRecord::open(io, dir, worker)?;
+    let ends = recorded.ends;
+    let mut scan = Scan::new(fmt, ends.is_some(), atomic);
     let mut slabs = Vec::with_capacity(NCLASS);
     let mut frees: Vec<Vec<u64>> = Vec::with_capacity(NCLASS);
     // Never-written slots below a slab's end (a crash lost an append): they get a
@@ -47,10 +57,23 @@ pub(crate) fn recover(
     let mut holes: Vec<Loc> = Vec::new();
     for class in 0..NCLASS {
         let path: PathBuf = dir.join(slab::file_name(worker, class));
-        let s = scan.slab(io, &path, class)?;
+        let recorded_len = recorded.lens.as_ref().map(|l| l[class]);
+        let s = scan.slab(io, &path, class, recorded_len)?;
         let holes_here: Vec<u64> = s.empty.into_iter().filter(|&h| h < s.end_slot).collect();
         if let Some(ends) = &ends {
             check_clean(&path, class, &holes_here, s.end_slot, ends[class])?;
+        }
+        for &h in &holes_here {
+            scan.repairs.add(Kind::Hole, || {
+                format!(
+                    "{} at offset {}: slot {h} was never written, below the slab's end \
+                     (slot {}): an append the crash lost, or a page zeroed since (an \
+                     item that was there is gone); tombstoned",
+                    path.display(),
+                    slot_offset(class, h),
+                    s.end_slot
+                )
+            });
         }
         holes.extend(holes_here.into_iter().map(|h| Loc::new(class, h)));
         frees.push(s.free);
@@ -62,11 +85,14 @@ pub(crate) fn recover(
             free: FreeList::new(freelist, !slab::is_large(class)),
         });
     }
+    // The files are open (created if new): their entries are made durable before
+    // anything in them is acknowledged.
+    io.sync_dir(dir)
+        .map_err(|e| Error::io(format!("syncing the directory {}", dir.display()), e))?;
     let newest = scan.newest();
     // Older copies, holes and torn slots: write a tombstone over each, then reuse the
     // slot.
-    let nstale = scan.stale.len() as u64;
-    let torn_items = scan.torn_slots.len() as u64;
+    scan.repairs.stale += scan.stale.len() as u64;
     let stale = std::mem::take(&mut scan.stale);
     let torn_slots = std::mem::take(&mut scan.torn_slots);
     repair::bury(
@@ -87,10 +113,7 @@ pub(crate) fn recover(
         index,
         max_ts: scan.max_ts,
         bytes_read: scan.bytes_read,
-        stale: nstale,
-        torn: scan.torn,
-        torn_items,
-        torn_notes: scan.torn_notes,
+        repairs: scan.repairs,
     })
 }
 
@@ -98,15 +121,7 @@ pub(crate) fn recover(
 /// has no never-written slot below that; otherwise items were lost (a page zeroed,
 /// the file cut at a page).
 fn check_clean(path: &Path, class: usize, holes: &[u64], end_slot: u64, end: u64) -> Result<()> {
-    let ulen = slab::unit_len(class) as u64;
-    let per = if slab::is_large(class) {
-        1
-    } else {
-        slab::per_page(class) as u64
-    };
-    let slot_offset = |slot: u64| {
-        (slot / per) * ulen + (slot % per) * slab::SMALL[class.min(slab::SMALL.len() - 1)] as u64
-    };
+    let slot_offset = |slot| slot_offset(class, slot);
     if let Some(&h) = holes.first() {
         return Err(corrupt(
             path,
@@ -125,4 +140,10 @@ fn check_clean(path: &Path, class: usize, holes: &[u64], end_slot: u64, end: u64
         ));
     }
     Ok(())
+}
+
+/// The file offset of slot `slot` of `class`.
+fn slot_offset(class: usize, slot: u64) -> u64 {
+    let loc = Loc::new(class, slot);
+    loc.unit().file_offset() + loc.offset_in_unit() as u64
 }

@@ -1,19 +1,19 @@
-//! The scan of one slab file: every slot parsed in file order, the copy of each key
-//! with the highest timestamp kept (the others are stale), tombstones and torn large
-//! items free, never-written slots noted. After an unclean shutdown a slot whose
-//! header or checksum fails is a write torn inside a page (a device whose atomic unit
-//! is a 512 B sector): its slot is freed, never served. After a clean close nothing
-//! was in flight, so the same failure is `Corruption`.
+//! The scan of one slab file: its length checked (a multiple of its slot, at least
+//! what the clean-shutdown record says, one growth makes or with nothing written past
+//! the last length growth makes), every slot parsed in file order, the copy of each
+//! key with the highest timestamp kept (the others are stale), tombstones free,
+//! never-written slots noted. A slot that fails its checks is `Corruption` unless a
+//! write in flight at an unclean shutdown could have left it (see `torn_slot`, and
+//! DESIGN.md, Recovery: the rule for torn writes); such a slot is freed, counted and
+//! described, never served.
 
 use super::readahead::{CHUNK, ReadAhead};
+use super::report::{Kind, Repairs};
 use crate::index::Key;
 use crate::io::{Backend, FileId, PAGE};
 use crate::slab::{self, Format, Loc, Slot};
 use kvapi::{Error, Result};
 use std::path::Path;
-
-/// Torn slots described one by one in the engine's notes; the rest are counted.
-const TORN_NOTES: usize = 8;
 
 pub(super) fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Error {
     Error::Corruption {
@@ -23,11 +23,18 @@ pub(super) fn corrupt(path: &Path, offset: u64, detail: impl Into<String>) -> Er
     }
 }
 
+/// Whether the bytes `at..at + span` cross a boundary of `unit`-byte atomic writes.
+fn crosses(at: u64, span: usize, unit: usize) -> bool {
+    span > 1 && at / unit as u64 != (at + span as u64 - 1) / unit as u64
+}
+
 /// What the scan of a worker's slabs gathers, over all of them.
 pub(super) struct Scan {
     fmt: Format,
     /// The last close was clean (nothing was in flight).
     clean: bool,
+    /// The bytes the device writes whole or not at all (`kvell.atomic_write`).
+    atomic: usize,
     /// Every copy of every key, in scan order: (key, where, timestamp). `newest`
     /// keeps the copy of each key with the highest timestamp. (A vector, sorted
     /// once, where a `BTreeMap` took about 70 B per key and, freed, left the index
@@ -35,21 +42,19 @@ pub(super) struct Scan {
     found: Vec<(Key, Loc, u64)>,
     /// Older copies of a key.
     pub(super) stale: Vec<Loc>,
-    /// Slots whose header or checksum failed after an unclean shutdown.
+    /// Slots a write in flight at an unclean shutdown could have torn.
     pub(super) torn_slots: Vec<Loc>,
-    /// The first torn slots, described (file, offset, what failed).
-    pub(super) torn_notes: Vec<String>,
+    /// Repairs counted and described.
+    pub(super) repairs: Repairs,
     pub(super) max_ts: u64,
     pub(super) bytes_read: u64,
-    /// Large items with a page of another timestamp (a large write torn by a crash).
-    pub(super) torn: u64,
 }
 
 /// One slab file as scanned.
 pub(super) struct ScannedSlab {
     pub(super) file: FileId,
     pub(super) len: u64,
-    /// Tombstones and torn large items.
+    /// Tombstones.
     pub(super) free: Vec<u64>,
     /// Never-written slots.
     pub(super) empty: Vec<u64>,
@@ -58,29 +63,34 @@ pub(super) struct ScannedSlab {
     class: usize,
     /// Key+value capacity of a slot.
     room: usize,
+    /// The length is not one growth makes: from this offset (the last length growth
+    /// makes below it) the file must hold only never-written slots.
+    tail_from: u64,
 }
 
 impl Scan {
-    pub(super) fn new(fmt: Format, clean: bool) -> Scan {
+    pub(super) fn new(fmt: Format, clean: bool, atomic: usize) -> Scan {
         Scan {
             fmt,
             clean,
+            atomic,
             found: Vec::new(),
             stale: Vec::new(),
             torn_slots: Vec::new(),
-            torn_notes: Vec::new(),
+            repairs: Repairs::default(),
             max_ts: 0,
             bytes_read: 0,
-            torn: 0,
         }
     }
 
-    /// Opens the slab of `class` at `path` and scans it front to back.
+    /// Opens the slab of `class` at `path` and scans it front to back; `recorded` is
+    /// the length the clean-shutdown record says it has at least.
     pub(super) fn slab(
         &mut self,
         io: &mut dyn Backend,
         path: &Path,
         class: usize,
+        recorded: Option<u64>,
     ) -> Result<ScannedSlab> {
         let file = io
             .open(path)
@@ -106,6 +116,19 @@ impl Scan {
                 ),
             ));
         }
+        if let Some(r) = recorded
+            && len < r
+        {
+            return Err(corrupt(
+                path,
+                len,
+                format!(
+                    "the slab is {len} bytes, its clean-shutdown record says it grew to \
+                     {r}: the file was cut, items lost past offset {len}"
+                ),
+            ));
+        }
+        let (floor, exact) = slab::growth_floor(len, class);
         let mut s = ScannedSlab {
             file,
             len,
@@ -114,6 +137,7 @@ impl Scan {
             end_slot: 0,
             class,
             room: slab::room(class),
+            tail_from: if exact { len } else { floor },
         };
         let chunk = (CHUNK as u64).max(ulen);
         let mut ra = ReadAhead::new(file, len, chunk);
@@ -172,9 +196,32 @@ impl Scan {
         b: &[u8],
         large: bool,
     ) -> Result<()> {
-        let parsed = match self.fmt.parse(b, s.room) {
+        let parsed = self.fmt.parse(b, s.room);
+        if at >= s.tail_from && parsed != Ok(Slot::Empty) {
+            return Err(corrupt(
+                path,
+                at,
+                format!(
+                    "the slab is {} bytes, a length growth never gives (it stops at {} \
+                     below that), and holds a written slot at offset {at} past {}: the \
+                     file was cut or extended",
+                    s.len, s.tail_from, s.tail_from
+                ),
+            ));
+        }
+        let parsed = match parsed {
             Ok(p) => p,
-            Err(d) => return self.torn_slot(s, path, slot, at, d),
+            Err(d) => {
+                // A large slot's header fails alone (its checksum is read_large's);
+                // the header lies in the slot's first sector.
+                let span = if large {
+                    slab::HEADER
+                } else {
+                    self.fmt.failed_span(b, s.room)
+                };
+                let tear = crosses(at, span, self.atomic).then_some(Kind::Torn);
+                return self.torn_slot(s, path, slot, at, d, tear);
+            }
         };
         match parsed {
             Slot::Empty => s.empty.push(slot),
@@ -191,27 +238,23 @@ impl Scan {
                 self.max_ts = self.max_ts.max(ts);
                 s.end_slot = slot + 1;
                 let key = if large {
-                    // An item running past the end of the file, or with a page of
-                    // another timestamp, is a torn write: its slot is free.
-                    let read = match self.fmt.read_large(b, ts, key_len, value_len) {
-                        Ok(r) => r,
-                        Err(d) => return self.torn_slot(s, path, slot, at, d),
-                    };
-                    match read {
-                        Some((k, _)) => Key::new(&k),
-                        None if self.clean => {
-                            // no write was in flight at a clean close
-                            return Err(corrupt(
-                                path,
-                                at,
-                                "large item with pages of different timestamps in a \
-                                 cleanly closed slab",
-                            ));
+                    match self.fmt.read_large(b, ts, key_len, value_len) {
+                        Ok(Some((k, _))) => Key::new(&k),
+                        // Every used page carries the item's timestamp: one write
+                        // made them all, so only a device tearing inside a page
+                        // could have left a checksum that fails.
+                        Err(d) => {
+                            let tear = (self.atomic < PAGE).then_some(Kind::Torn);
+                            return self.torn_slot(s, path, slot, at, d, tear);
                         }
-                        None => {
-                            self.torn += 1;
-                            s.free.push(slot);
-                            return Ok(());
+                        // A page of another timestamp: a large item is always
+                        // written to a fresh slot in one write of several pages,
+                        // which a power loss may keep in part (the key's older copy,
+                        // if any, is still there).
+                        Ok(None) => {
+                            let d = "large item with a page of another timestamp".into();
+                            let tear = Some(Kind::TornLarge);
+                            return self.torn_slot(s, path, slot, at, d, tear);
                         }
                     }
                 } else {
@@ -244,8 +287,12 @@ impl Scan {
         found
     }
 
-    /// A slot whose header or checksum failed (`detail`): corruption after a clean
-    /// close, else a write torn by the crash, to be freed.
+    /// A slot that failed its checks (`detail`). After a clean close nothing was in
+    /// flight: `Corruption`. After an unclean shutdown it is taken for a write the
+    /// crash tore only if one could have (`tear`, the kind of repair: the bytes that
+    /// failed cross a boundary of the device's atomic writes, or a large item's pages
+    /// disagree): then the slot is freed (buried before the engine opens), counted and
+    /// described; otherwise (`None`) `Corruption`.
     fn torn_slot(
         &mut self,
         s: &mut ScannedSlab,
@@ -253,17 +300,43 @@ impl Scan {
         slot: u64,
         at: u64,
         detail: String,
+        tear: Option<Kind>,
     ) -> Result<()> {
         if self.clean {
             return Err(corrupt(path, at, detail));
         }
-        if self.torn_notes.len() < TORN_NOTES {
-            self.torn_notes.push(format!(
-                "recovery: {} at offset {at}: {detail}; treated as a write torn by the \
-                 crash, slot freed",
-                path.display()
+        let Some(kind) = tear else {
+            let why = if self.atomic < PAGE {
+                format!(
+                    "the bytes that fail lie in one {}-byte sector, which the device \
+                     writes whole or not at all (kvell.atomic_write={})",
+                    self.atomic, self.atomic
+                )
+            } else {
+                format!(
+                    "the device writes a {PAGE}-byte page whole or not at all \
+                     (kvell.atomic_write={}); on a device that tears 512-byte sectors, \
+                     reopen with kvell.atomic_write=512",
+                    self.atomic
+                )
+            };
+            return Err(corrupt(
+                path,
+                at,
+                format!(
+                    "{detail}: damaged, not a torn write (after an unclean shutdown, but \
+                     {why})"
+                ),
             ));
-        }
+        };
+        self.repairs.add(kind, || {
+            format!(
+                "{} at offset {at}: {detail}; a write in flight at the crash could have \
+                 torn it: slot freed (if it held an item no write was changing, that \
+                 item is gone)",
+                path.display()
+            )
+        });
         self.torn_slots.push(Loc::new(s.class, slot));
         s.end_slot = s.end_slot.max(slot + 1);
         Ok(())

@@ -134,6 +134,31 @@ impl Format {
         })
     }
 
+    /// The bytes, from the slot's start, that the check [`Format::parse`] failed on
+    /// covered: the 16-byte header when the header itself is wrong (or, without
+    /// checksums, anything), else the item or tombstone with its checksum trailer. A
+    /// write torn at a sector boundary can fail a check only if these bytes cross one.
+    pub fn failed_span(self, b: &[u8], room: usize) -> usize {
+        let ts = u64_at(b, 0);
+        let key_len = u16::from_le_bytes([b[8], b[9]]);
+        let flags = u16::from_le_bytes([b[10], b[11]]);
+        let value_len = u32_at(b, 12) as usize;
+        let fits = |k: usize| k <= MAX_KEY && k + value_len + self.trailer() <= room;
+        let header_ok = ts != 0
+            && flags == self.flags()
+            && self.checksum
+            && if key_len == TOMB {
+                value_len == 0
+            } else {
+                fits(key_len as usize)
+            };
+        match (header_ok, key_len) {
+            (false, _) => HEADER,
+            (true, TOMB) => HEADER + 8 + CSUM,
+            (true, k) => HEADER + k as usize + value_len + CSUM,
+        }
+    }
+
     /// Writes a small item into its slot bytes (`b` is the slot, `SMALL[c]` long).
     pub fn write_small(self, b: &mut [u8], ts: u64, key: &[u8], value: &[u8]) {
         put_header(b, ts, key.len() as u16, self.flags(), value.len() as u32);

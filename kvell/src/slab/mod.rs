@@ -11,8 +11,8 @@ pub use class::{
     CONT_HEADER, HEADER, LARGE_PAGES, Loc, MAX_KEY, MAX_VALUE, NCLASS, SMALL, Unit, class_of,
     is_large, large_capacity, large_pages_used, per_page, room, unit_len,
 };
-pub(crate) use file::Slab;
 pub use file::file_name;
+pub(crate) use file::{Slab, growth_floor};
 pub use format::{
     CSUM, FLAG_CSUM, Format, KeyValue, NO_NEXT, Slot, TOMB, parse, read_large, small_kv,
     write_large, write_small, write_tomb,

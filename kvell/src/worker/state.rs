@@ -8,7 +8,7 @@ use super::units::Units;
 use crate::budget::Budget;
 use crate::cache::PageCache;
 use crate::clean::CleanRecord;
-use crate::config::{Config, Mode};
+use crate::config::Config;
 use crate::index::Index;
 use crate::io::Backend;
 use crate::poison::Poison;
@@ -45,8 +45,6 @@ pub(crate) struct Worker {
     pub(super) poison: Arc<Poison>,
     /// Timestamp of the last item or tombstone written.
     pub(super) ts: u64,
-    /// Flush mode: file growth is synced.
-    pub(super) dsync: bool,
     /// Item format (checksums or not).
     pub(super) fmt: Format,
     pub(super) ops: Ops,
@@ -81,7 +79,6 @@ impl Worker {
             stats: p.stats,
             poison: p.poison,
             ts: p.ts,
-            dsync: cfg.mode == Mode::Flush,
             fmt: cfg.format(),
             ops: Ops::default(),
             units: Units::default(),

@@ -101,7 +101,8 @@ impl Worker {
         // taken: only this write may move it.
         let mut got = None;
         let mut failed = None;
-        let (slabs, io, poison, dsync) = (&mut self.slabs, &mut self.io, &self.poison, self.dsync);
+        let (slabs, io, poison, clean) =
+            (&mut self.slabs, &mut self.io, &self.poison, &mut self.clean);
         let mut index_bytes = self.index_bytes;
         let WReq::Put(key, _) = &self.ops.get(id).req else {
             unreachable!()
@@ -111,7 +112,7 @@ impl Worker {
                 if in_place(old) {
                     return None;
                 }
-                match slabs[class].allocate(io.as_mut(), poison, dsync, class) {
+                match slabs[class].allocate(io.as_mut(), poison, clean, class) {
                     Ok(a) => {
                         got = Some(a);
                         Some(a.loc)
