@@ -2,7 +2,8 @@
 //! number of directories and the item format it was created with. Opening it with
 //! another layout is refused (`InvalidArgument`) rather than silently mis-routing
 //! keys; O_DIRECT is probed here too, so a file system that refuses it (tmpfs) gives
-//! a clear error.
+//! a clear error. The record is written whole or not at all (temporary file, sync,
+//! rename, directory sync).
 
 use crate::config::{Config, IoMode};
 use kvapi::{Error, Result};
@@ -34,8 +35,7 @@ pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::write(&path, &want)
-                .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
+            write_durably(dir, &path, &want)?;
         }
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     }
@@ -55,4 +55,22 @@ pub(crate) fn check_layout(dir: &Path, cfg: &Config) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes the layout record so that a crash leaves it whole or absent: a temporary
+/// file written and synced, renamed over the name, then the directory synced (the
+/// rename is durable only once its directory is).
+fn write_durably(dir: &Path, path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let io = |what: &str, p: &Path, e| Error::io(format!("{what} {}", p.display()), e);
+    let tmp = dir.join(format!("{LAYOUT_FILE}.tmp"));
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io("creating", &tmp, e))?;
+    f.write_all(text.as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io("writing", &tmp, e))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(|e| io("renaming into", path, e))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("syncing the directory", dir, e))
 }
