@@ -44,7 +44,7 @@ pub struct FileAtCut {
     /// For each of those, whether it is durable whatever the cut does.
     pub durable: Vec<bool>,
     /// The sizes it may have: after this many changes (ascending; the first is
-    /// the smallest allowed, after the last durable change of size).
+    /// the smallest allowed, after the last durable change).
     pub size_points: Vec<usize>,
 }
 
@@ -96,11 +96,10 @@ impl Durable {
                     .iter()
                     .map(|c| c.seq < start || c.sync_write)
                     .collect();
-                let first = file.changes[..n]
-                    .iter()
-                    .zip(&durable)
-                    .rposition(|(c, d)| *d && c.resizes())
-                    .map_or(0, |i| i + 1);
+                // the size after the last durable change, resizing or not: an
+                // O_DSYNC write inside bytes an unsynced append exposed must read
+                // back, so the size it was written under is durable with it
+                let first = durable.iter().rposition(|d| *d).map_or(0, |i| i + 1);
                 let mut size_points = vec![first];
                 size_points.extend(
                     (first..n)
