@@ -10,6 +10,13 @@
 //! write P OFF TEXT     pwrite TEXT at OFF (the file is created if missing)
 //! fill P OFF BYTE LEN  pwrite LEN copies of the character BYTE at OFF
 //! append P TEXT        write TEXT on an O_APPEND descriptor
+//! writev P A B         write A and B in one gathered write at the file's position
+//! dsync P OFF TEXT     pwrite TEXT at OFF on an O_DSYNC descriptor
+//! create P             create P empty (O_TRUNC: an existing file loses its bytes)
+//! truncate P LEN       ftruncate P to LEN
+//! copy A B             std::fs::copy A to B (copy_file_range: the layer refuses it)
+//! parallel K N         K threads, each N times: append `t<k>-<i>;` to `t<k>`,
+//!                      fsync it, print `ack-t<k>-<i>` (the files exist already)
 //! fsync P              fsync P (a file or a directory)
 //! fdatasync P          fdatasync P
 //! rename A B           rename A to B
@@ -21,8 +28,8 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Error, ErrorKind, Read, Result, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{Error, ErrorKind, IoSlice, Read, Result, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 fn bad(what: String) -> Error {
@@ -95,6 +102,40 @@ impl Script<'_> {
                     .open(self.path(&p))?;
                 f.write_all(text.as_bytes())?;
             }
+            "writev" => {
+                let (p, a, b) = (self.word()?, self.word()?, self.word()?);
+                let mut f = self.file(&p)?;
+                let bufs = [IoSlice::new(a.as_bytes()), IoSlice::new(b.as_bytes())];
+                let n = f.write_vectored(&bufs)?;
+                if n != a.len() + b.len() {
+                    return Err(bad(format!("a short gathered write: {n} bytes")));
+                }
+            }
+            "dsync" => {
+                let (p, off, text) = (self.word()?, self.number()?, self.word()?);
+                let f = OpenOptions::new()
+                    .write(true)
+                    .custom_flags(O_DSYNC)
+                    .open(self.path(&p))?;
+                f.write_all_at(text.as_bytes(), off)?;
+            }
+            "create" => {
+                let p = self.word()?;
+                let f = File::create(self.path(&p))?;
+                self.open.insert(p, f);
+            }
+            "truncate" => {
+                let (p, len) = (self.word()?, self.number()?);
+                self.file(&p)?.set_len(len)?;
+            }
+            "copy" => {
+                let (a, b) = (self.word()?, self.word()?);
+                std::fs::copy(self.path(&a), self.path(&b))?;
+            }
+            "parallel" => {
+                let (k, n) = (self.number()?, self.number()?);
+                parallel(&self.root, k, n)?;
+            }
             "fsync" | "fdatasync" => {
                 let p = self.word()?;
                 let path = self.path(&p);
@@ -145,6 +186,31 @@ impl Script<'_> {
         }
         Ok(())
     }
+}
+
+/// Linux's O_DSYNC (the same value on x86-64 and aarch64).
+const O_DSYNC: i32 = 0o10000;
+
+fn parallel(root: &Path, k: u64, n: u64) -> Result<()> {
+    let threads: Vec<_> = (0..k)
+        .map(|t| {
+            let path = root.join(format!("t{t}"));
+            std::thread::spawn(move || -> Result<()> {
+                let mut f = OpenOptions::new().append(true).open(path)?;
+                for i in 0..n {
+                    f.write_all(format!("t{t}-{i};").as_bytes())?;
+                    f.sync_data()?;
+                    println!("ack-t{t}-{i}");
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join()
+            .map_err(|_| bad("a writer thread panicked".into()))??;
+    }
+    Ok(())
 }
 
 fn bypass(path: &Path, text: &str) -> Result<()> {

@@ -98,3 +98,43 @@ fn an_acknowledgement_before_its_sync_is_caught() {
     assert!(broken.len() >= N, "{broken:?}");
     assert!(broken.iter().all(|b| !b.starts_with("All")), "{broken:?}");
 }
+
+#[test]
+fn acknowledgements_from_parallel_writers_hold_in_every_state_after_them() {
+    let (k, n) = (4, 25);
+    let base: Vec<(String, Vec<u8>)> = (0..k).map(|t| (format!("t{t}"), Vec::new())).collect();
+    let base: Vec<(&str, &[u8])> = base
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    let (ks, ns) = (k.to_string(), n.to_string());
+    let run = record_verified("parallel", &base, &["parallel", &ks, &ns]);
+    let h = &run.history;
+    assert_eq!(run.printed.len(), k * n);
+    let acks: Vec<(usize, usize, usize)> = (0..k)
+        .flat_map(|t| (0..n).map(move |i| (t, i)))
+        .map(|(t, i)| (t, i, line(h, &format!("ack-t{t}-{i}"))))
+        .collect();
+    let cuts = planned(h, &acks.iter().map(|a| a.2).collect::<Vec<_>>());
+    let dest = run.dir.join("image");
+    let mut checked = 0;
+    for c in &cuts {
+        for s in common::states_at(h, c.index, 3, 9) {
+            let t = common::image(h, &s, &dest);
+            for &(th, i, a) in &acks {
+                if c.index > a {
+                    let want = format!("t{th}-{i};");
+                    let log = file(&t, &format!("t{th}"));
+                    assert!(
+                        log.windows(want.len()).any(|w| w == want.as_bytes()),
+                        "{:?} at cut {} lacks {want}",
+                        s.variant,
+                        c.index
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > k * n);
+}

@@ -61,12 +61,21 @@ fn a_synced_write_is_in_every_state_cut_after_its_sync() {
                 assert!(ok, "{:?} at cut {cut}: byte {i} is {b}", s.variant);
             }
         } else {
-            // before the sync only the base is promised
+            // before the sync: the base, or sectors of the S write over it, at one
+            // of the sizes the file had
             assert!(
-                d.starts_with(b"original") || d.len() >= 8,
-                "{:?} at {cut}: {d:?}",
-                s.variant
+                [8, 2048].contains(&d.len()),
+                "{:?} at {cut}: {} bytes",
+                s.variant,
+                d.len()
             );
+            for (i, &b) in d[..8].iter().enumerate() {
+                assert!(
+                    b == b"original"[i] || b == b'S',
+                    "{:?} at {cut}: byte {i}",
+                    s.variant
+                );
+            }
         }
     }
     assert!(after > 0);
@@ -146,4 +155,64 @@ fn fdatasync_and_sync_writes_count_as_syncs() {
     let s = &states_at(h, end, 0, 1)[0];
     let t = image(h, s, &run.dir.join("image"));
     assert_eq!(file(&t, "d"), &[b'Q'; 100][..]);
+}
+
+#[test]
+fn a_write_over_many_sectors_tears_at_sector_edges() {
+    // 8 sectors synced as S, then 8 sectors of T never synced over them
+    let ops = [
+        "fill", "d", "0", "S", "4096", "fsync", "d", "fill", "d", "0", "T", "4096",
+    ];
+    let run = record_verified("tear", &[("d", b"")], &ops);
+    let h = &run.history;
+    let end = h.recording.records.len();
+    let mut mixed = 0;
+    for s in states_at(h, end, 60, 5) {
+        let t = image(h, &s, &run.dir.join("image"));
+        let d = file(&t, "d");
+        assert_eq!(d.len(), 4096);
+        let mut kinds = Vec::new();
+        for sector in d.chunks(512) {
+            assert!(
+                sector.iter().all(|&b| b == sector[0]) && (sector[0] == b'S' || sector[0] == b'T'),
+                "a sector of mixed bytes in {:?}",
+                s.variant
+            );
+            kinds.push(sector[0]);
+        }
+        if kinds.contains(&b'S') && kinds.contains(&b'T') {
+            mixed += 1;
+        }
+    }
+    assert!(mixed > 0, "no random state tore the write");
+}
+
+#[test]
+fn an_o_dsync_write_is_durable_with_the_size_that_reads_it() {
+    // an unsynced append grows the file; an O_DSYNC write inside it then returns:
+    // its bytes must read back after any cut, so the size must cover them
+    let ops = [
+        "append",
+        "d",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "dsync",
+        "d",
+        "0",
+        "DSYNC",
+        "ack",
+        "dsynced",
+    ];
+    let run = record_verified("dsync", &[("d", b"")], &ops);
+    let h = &run.history;
+    let ack = common::line(h, "dsynced");
+    for (cut, s, t) in all_images(&run, 12) {
+        if cut > ack {
+            let d = file(&t, "d");
+            assert!(
+                d.starts_with(b"DSYNC"),
+                "{:?} at cut {cut}: {d:?}",
+                s.variant
+            );
+        }
+    }
 }

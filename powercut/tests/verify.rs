@@ -51,12 +51,34 @@ const OPS: &[&str] = &[
     "NEW",
     "unlink",
     "gone",
+    "create",
+    "fresh",
+    "writev",
+    "fresh",
+    "gath",
+    "ered",
+    "create",
+    "old2",
+    "write",
+    "old2",
+    "0",
+    "again",
+    "truncate",
+    "old2",
+    "3",
+    "truncate",
+    "a",
+    "4000",
     "ack",
     "written",
 ];
 
 fn base() -> Vec<(&'static str, &'static [u8])> {
-    vec![("old", b"old bytes"), ("gone", b"to be removed")]
+    vec![
+        ("old", b"old bytes"),
+        ("gone", b"to be removed"),
+        ("old2", b"truncated on open"),
+    ]
 }
 
 #[test]
@@ -67,11 +89,13 @@ fn the_recording_replays_byte_for_byte_to_the_directory_left() {
     // what the child did, as the test knows it
     let mut a = b"heLLo".to_vec();
     a.resize(3000, 0);
-    a.extend(std::iter::repeat_n(b'z', 1500));
+    a.extend(std::iter::repeat_n(b'z', 1000));
     assert_eq!(file(&left, "a"), &a[..]);
     assert_eq!(file(&left, "sub/log"), b"one;two;");
     assert_eq!(file(&left, "sub/c"), b"temporary");
     assert_eq!(file(&left, "old"), b"NEW bytes");
+    assert_eq!(file(&left, "fresh"), b"gathered");
+    assert_eq!(file(&left, "old2"), b"aga");
     assert!(!left.contains_key("gone") && !left.contains_key("b"));
     // the state `all` at the end is the replay: the same tree
     let h = &run.history;
@@ -89,7 +113,8 @@ fn the_recording_replays_byte_for_byte_to_the_directory_left() {
         ("fsync", 2),
         ("rename", 1),
         ("unlink", 1),
-        ("write", 7),
+        ("write", 9),
+        ("truncate", 3),
     ] {
         assert_eq!(c.get(kind), Some(&n), "{kind} records: {c:?}");
     }
@@ -137,4 +162,27 @@ fn a_recording_without_its_freeze_is_not_whole() {
         run.history.verify(&run.root),
         Err(Error::Incomplete(_))
     ));
+}
+
+#[test]
+fn a_copy_into_the_directory_is_refused() {
+    // copy_file_range moves bytes the layer never sees: the run cannot be modelled
+    let ops = [
+        "write", "src", "0", "bytes", "copy", "src", "dst", "ack", "copied",
+    ];
+    let dir = common::scratch("copy");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let rec = powercut::Recorder::prepare(&root, &dir.join("work")).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_powercut-child"));
+    cmd.arg(&root).args(ops).stdout(std::process::Stdio::null());
+    rec.apply(&mut cmd);
+    // the child runs to its end and waits; its input closed at once, it exits
+    let status = cmd.stdin(std::process::Stdio::null()).status().unwrap();
+    assert!(status.success());
+    let r = powercut::History::new(rec.recording().unwrap(), &rec.base());
+    match r {
+        Err(Error::Unsupported(s)) => assert!(s.contains("copy_file_range"), "{s}"),
+        other => panic!("a copy into the directory was accepted: {other:?}"),
+    }
 }

@@ -63,15 +63,17 @@ pub fn record(name: &str, base: &[(&str, &[u8])], ops: &[&str]) -> Run {
     let mut child = cmd.spawn().unwrap();
     let out = child.stdout.take().unwrap();
     let mut printed = Vec::new();
+    let mut done = false;
     for line in BufReader::new(out).lines() {
         let line = line.unwrap();
         if line == "done" {
+            done = true;
             break;
         }
         printed.push(line);
     }
     assert!(
-        child.try_wait().unwrap().is_none(),
+        done,
         "the child ended before its script did: {:?}",
         child.wait()
     );
