@@ -1,8 +1,12 @@
-//! Compiles the recording layer (`preload/record.c`) into a shared library with the C
+//! Compiles the recording layer (`preload/*.c`) into a shared library with the C
 //! compiler (`$CC`, else `cc`), for `src/layer.rs` to embed.
 
 use std::path::PathBuf;
 use std::process::Command;
+
+/// The layer's files: the state, records, freeze and paths; opening, writing,
+/// sizes and syncs; names and what the layer refuses.
+const SOURCES: &[&str] = &["preload/record.c", "preload/files.c", "preload/names.c"];
 
 fn main() {
     let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
@@ -15,11 +19,16 @@ fn main() {
             "-O2", "-g", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror", "-o",
         ])
         .arg(&so)
-        .arg("preload/record.c")
+        .args(SOURCES)
         .args(["-ldl", "-pthread"])
         .status()
         .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
-    assert!(status.success(), "{cc} failed to build preload/record.c");
-    println!("cargo:rerun-if-changed=preload/record.c");
+    assert!(
+        status.success(),
+        "{cc} failed to build the layer in preload/"
+    );
+    for f in SOURCES.iter().chain(&["preload/record.h"]) {
+        println!("cargo:rerun-if-changed={f}");
+    }
     println!("cargo:rerun-if-env-changed=CC");
 }

@@ -1,5 +1,5 @@
 //! The recording layer seen from the parent: the shared library (compiled from
-//! `preload/record.c` by the build and embedded in this crate, so a binary carries
+//! `preload/*.c` by the build and embedded in this crate, so a binary carries
 //! it), the environment that makes a child record, and the freeze that ends a
 //! recording without losing a call in flight.
 //!

@@ -4,9 +4,9 @@
 //! a file system's persistence model allows) and CrashMonkey (Mohan et al., OSDI
 //! 2018: crash states at each persistence point, checked against what was synced).
 //!
-//! 1. **Record** ([`layer`], `preload/record.c`). The child runs with a shared
-//!    library in `LD_PRELOAD` that interposes the C library's file calls: every
-//!    open and creation, `write`/`pwrite`/`writev`/`pwritev`/`pwritev2` with their
+//! 1. **Record** ([`layer`], `preload/`: `record.c`, `files.c`, `names.c`). The
+//!    child runs with a shared library in `LD_PRELOAD` that interposes the C
+//!    library's file calls: every open and creation, `write`/`pwrite`/`writev`/`pwritev`/`pwritev2` with their
 //!    bytes, `ftruncate`/`truncate`, `fallocate`/`posix_fallocate` (and the
 //!    `syscall(SYS_fallocate)` WiredTiger uses), `fsync`/`fdatasync` of files and
 //!    directories, `sync_file_range`, `msync`, `sync`/`syncfs`, `rename`(`at`,`at2`),

@@ -1,4 +1,4 @@
-//! The recording the layer (`preload/record.c`) writes, and its reader.
+//! The recording the layer (`preload/`) writes, and its reader.
 //!
 //! The file is the magic `PWRCUT01` and then records, each a 56-byte header and
 //! its variable part, all integers little-endian:
