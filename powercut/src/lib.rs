@@ -45,7 +45,8 @@
 //! child's environment, the freeze), [`history`] (the recording as files, names and
 //! syncs), [`persistence`] (the model), [`state`] (one crash state's choices),
 //! [`cuts`] (where the power fails), [`image`] (building a state's directory; the
-//! replay check), [`rng`].
+//! replay check), [`rng`]. `DESIGN.md` states the model's limits (what a passing
+//! power-loss run does not show) and how it plugs into `ycsb crash`.
 
 pub mod cuts;
 pub mod error;
