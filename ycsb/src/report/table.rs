@@ -25,8 +25,15 @@ pub fn excluded(r: &RunFile) -> Option<String> {
         ));
     }
     if let Some((used, budget)) = r.over_budget() {
+        // the phase that held the most, named when it is not the run the table shows
+        let phase = r
+            .phases
+            .iter()
+            .find(|p| p.memory.as_ref().is_some_and(|m| m.peak_used_bytes == used))
+            .map(|p| format!(" (in its {} phase)", p.phase))
+            .unwrap_or_default();
         return Some(format!(
-            "over budget: {} of {}",
+            "over budget: {} of {}{phase}",
             human_bytes(used),
             human_bytes(budget)
         ));
