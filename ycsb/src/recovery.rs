@@ -111,10 +111,13 @@ fn run_and_kill(p: &Plan) -> Result<(f64, u64)> {
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(Error::failed(format!(
-                    "the child exited before the kill: {}",
-                    tail.join(" | ")
-                )));
+                let msg = format!("the child exited before the kill: {}", tail.join(" | "));
+                // exit 3: the engine did not fit its memory budget (`ycsb run`'s code),
+                // an outcome to report as such, not a failure of the engine
+                break Err(match child.wait().ok().and_then(|s| s.code()) {
+                    Some(3) => Error::OverBudget(msg),
+                    _ => Error::failed(msg),
+                });
             }
         }
     };

@@ -79,6 +79,11 @@ pub(super) fn recovery(a: &RecoveryArgs) -> Result<()> {
     let exe = std::env::current_exe().map_err(|e| Error::io("locating ycsb", e))?;
     let mut child_args = vec!["run".to_string(), "--engine".into(), a.engine.clone()];
     child_args.extend(forward_args(&a.workload, &a.drive));
+    // The writer that is killed is held like the reopen: its memory is measured, not
+    // bounded (a cgroup kill before the SIGKILL would end the cycle without one).
+    if let Some(i) = child_args.iter().position(|x| x == "--memory-limit") {
+        child_args[i + 1] = "none".into();
+    }
     // The child runs far longer than the kill comes, reporting every second.
     child_args.extend([
         "--duration".into(),
