@@ -96,9 +96,12 @@ pub(crate) fn durability_line(run: &PaperRun, engines: &[String]) -> String {
 pub(crate) fn commands_of<'a>(cs: impl IntoIterator<Item = &'a Vec<String>>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for c in cs {
-        let s = c
-            .iter()
-            .map(|a| shell_quote(a))
+        // the program by its name: the directory it was built in is the machine's
+        let program = c.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+        let s = program
+            .into_iter()
+            .chain(c.iter().skip(1).map(String::as_str))
+            .map(shell_quote)
             .collect::<Vec<_>>()
             .join(" ");
         if !s.is_empty() && !out.contains(&s) {
