@@ -4,7 +4,7 @@
 //! engine closed; the result is the run file.
 
 use super::device::default_device_result;
-use super::memory::{Bound, set_limit, unbounded_refusal};
+use super::memory::{Bound, driver_room, set_limit, unbounded_refusal};
 use super::progress;
 use super::session::Session;
 use kvapi::Engine;
@@ -70,7 +70,10 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
             wipe_engine_dir(t.engine, d)?;
         }
     }
-    let (driver_rss, evicted, limit) = before_open(t, &dirs)?;
+    // the driver's threads: client threads, or at --qd up to one pool thread per
+    // request in flight (engines without a native asynchronous path)
+    let threads = s.drive.threads.max(s.drive.queue_depth.unwrap_or(0));
+    let (driver_rss, evicted, limit) = before_open(t, &dirs, driver_room(threads))?;
     let started = unix_now();
     let t_open = std::time::Instant::now();
     let engine: Arc<dyn Engine> = engines::open(t.engine, &opts)?;
@@ -144,7 +147,7 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
 /// to), the driver's own resident memory read, and the run's cgroup limit set to the
 /// budget plus what the process is charged now. Returns (driver RSS, bytes evicted,
 /// the limit).
-fn before_open(t: &Target<'_>, dirs: &[PathBuf]) -> Result<(u64, u64, Option<u64>)> {
+fn before_open(t: &Target<'_>, dirs: &[PathBuf], room: u64) -> Result<(u64, u64, Option<u64>)> {
     let mut evicted = 0;
     for d in dirs.iter().filter(|d| d.is_dir()) {
         evicted +=
@@ -153,7 +156,7 @@ fn before_open(t: &Target<'_>, dirs: &[PathBuf]) -> Result<(u64, u64, Option<u64
     let driver_rss = proc_mem()
         .map_err(|e| Error::io("reading /proc/self/status", e))?
         .rss;
-    let limit = set_limit(t.bound, t.memory)?;
+    let limit = set_limit(t.bound, t.memory, room)?;
     Ok((driver_rss, evicted, limit))
 }
 
