@@ -9,48 +9,9 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-committed-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+mod common;
+use common::{TempDir, copy_dir, repo};
+use std::path::Path;
 
 /// The text without what the memory rule adds and without the line naming the
 /// command that generated it.
@@ -123,9 +84,9 @@ fn assert_same_text(committed: &Path, rendered: &Path, replace: &[(String, Strin
 
 #[test]
 fn committed_paper_small_renders_as_committed_but_for_the_memory_notes() {
-    let tmp = TempDir::new("paper-small");
+    let tmp = TempDir::new("committed", "paper-small");
     let dir = tmp.0.join("results/paper-small");
-    copy_dir(&repo().join("results/paper-small"), &dir);
+    copy_dir(&repo().join("results/paper-small"), &dir, &[]);
     let md = tmp.0.join("paper-repro.md");
     analysis::paper::render_paper(&dir, Some(&md), None).unwrap();
     let n = same_charts(
@@ -157,9 +118,9 @@ fn committed_result_directories_render_as_committed() {
         ("matrix-200k", "kvell-testbed YCSB matrix"),
         ("kvell-4m", "KVell, 4M x 1 KiB, C-code configuration"),
     ] {
-        let tmp = TempDir::new(name);
+        let tmp = TempDir::new("committed", name);
         let dir = tmp.0.join("results").join(name);
-        copy_dir(&repo().join("results").join(name), &dir);
+        copy_dir(&repo().join("results").join(name), &dir, &[]);
         analysis::render_dir(&dir, Some(title)).unwrap();
         let n = same_charts(&repo().join("results").join(name), &dir);
         assert!(n >= 20, "{name}: only {n} charts compared");

@@ -9,51 +9,10 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+use common::{TempDir, copy_dir, repo};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-paper-wt-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            if p.file_name().is_some_and(|n| n != "charts") {
-                copy_dir(&p, &dest);
-            }
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
-}
+use std::path::Path;
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -73,7 +32,7 @@ fn as_wiredtiger(from: &Path) {
 /// The committed small run, with RocksDB's YCSB and recovery results copied as
 /// WiredTiger's and WiredTiger in the manifest's engines.
 fn with_wiredtiger(dir: &Path) {
-    copy_dir(&repo().join("results/paper-small"), dir);
+    copy_dir(&repo().join("results/paper-small"), dir, &["charts"]);
     for e in std::fs::read_dir(dir.join("ycsb")).unwrap() {
         as_wiredtiger(&e.unwrap().path().join("rocksdb.json"));
     }
@@ -103,7 +62,7 @@ fn summary<'a>(md: &'a str, what: &str) -> &'a str {
 
 #[test]
 fn a_run_with_wiredtiger_judges_it_in_every_figure_with_a_b_tree_column() {
-    let tmp = TempDir::new("with");
+    let tmp = TempDir::new("paper-wt", "with");
     let dir = tmp.0.join("run");
     with_wiredtiger(&dir);
     let md = render(&dir);
@@ -167,9 +126,9 @@ fn a_run_with_wiredtiger_judges_it_in_every_figure_with_a_b_tree_column() {
 
 #[test]
 fn a_run_without_wiredtiger_says_its_column_is_missing() {
-    let tmp = TempDir::new("without");
+    let tmp = TempDir::new("paper-wt", "without");
     let dir = tmp.0.join("run");
-    copy_dir(&repo().join("results/paper-small"), &dir);
+    copy_dir(&repo().join("results/paper-small"), &dir, &["charts"]);
     let md = render(&dir);
     for what in [
         "Fig. 4: KVell steadier than WiredTiger, YCSB A",
