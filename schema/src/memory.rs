@@ -58,8 +58,12 @@ pub struct MemoryUse {
     /// The same at the end of the phase.
     pub end_page_cache_bytes: u64,
     /// What the budget is checked against: the peak of (resident memory - the driver's
-    /// own at engine open) plus the peak page cache of the engine's files.
+    /// own at engine open - the driver's histograms) plus the peak page cache of the
+    /// engine's files.
     pub peak_used_bytes: u64,
+    /// The peak bytes of the driver's latency histograms over the phase (they grow with
+    /// its client threads): the driver's, left out of `peak_used_bytes`.
+    pub driver_histogram_bytes: u64,
     /// peak_used / budget, when there is a budget.
     pub used_over_budget: Option<f64>,
     /// The engine's own accounting at the end of the phase (its `memory.*` gauges).

@@ -214,3 +214,57 @@ fn the_wal_engine_under_a_budget_smaller_than_its_image_is_refused() {
         "{insert}"
     );
 }
+
+/// The driver's histograms grow with its client threads (up to three of about 270 KB
+/// per operation kind and thread): they are counted and left out of what the engine
+/// is said to hold, so that the null engine at 32 threads is not charged for them.
+#[test]
+fn the_drivers_histograms_are_counted_and_left_out_of_the_engines_figure() {
+    let t = Tmp::new("mem-hist");
+    let run = |threads: &str, name: &str| {
+        let out = t.s(name);
+        let o = ycsb(&[
+            "run",
+            "-w",
+            "A",
+            "--engine",
+            "null",
+            "--load",
+            "--data",
+            &t.s("d"),
+            "--quiet",
+            "-p",
+            "recordcount=2000",
+            "-p",
+            "operationcount=0",
+            "--duration",
+            "1",
+            "--threads",
+            threads,
+            "--memory",
+            "64M",
+            "--memory-limit",
+            "none",
+            "--out",
+            &out,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r = json(&out);
+        let m = phase(&r, "run")["memory"].clone();
+        (
+            m["driver_histogram_bytes"].as_u64().unwrap(),
+            m["peak_used_bytes"].as_u64().unwrap(),
+            m["peak_rss_bytes"].as_u64().unwrap(),
+            r["memory"]["driver_rss_bytes"].as_u64().unwrap(),
+        )
+    };
+    let (h1, ..) = run("1", "one.json");
+    let (h32, used, rss, driver) = run("32", "many.json");
+    // two kinds (read, update) at 32 threads: at least one histogram each
+    assert!(h32 >= 32 * 2 * 200_000, "histograms at 32 threads: {h32} B");
+    assert!(h32 > 16 * h1, "they grow with the threads: {h1} -> {h32}");
+    assert!(
+        used + h32 <= rss.saturating_sub(driver) + (1 << 20),
+        "left out of the engine's figure: used {used}, histograms {h32}, rss {rss}, driver {driver}"
+    );
+}

@@ -6,6 +6,6 @@ mod sampler;
 pub mod watch;
 
 pub(crate) use recorder::summary;
-pub use recorder::{Outcome, Recorder, Slot};
+pub use recorder::{Outcome, Recorder, Slot, histogram_peak, reset_histogram_peak};
 pub use sampler::{Sampler, Tick};
 pub use watch::Watch;

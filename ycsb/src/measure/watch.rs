@@ -88,8 +88,10 @@ pub fn page_cache(dirs: &[PathBuf]) -> Option<u64> {
 }
 
 /// What the engine held over a phase, from its timeline and the readings at its end.
-/// `peak_rss` is the process's `VmHWM`, reset when the phase started.
-pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64) -> MemoryUse {
+/// `peak_rss` is the process's `VmHWM`, reset when the phase started; `histograms`
+/// the peak bytes of the driver's histograms over the phase, left out of what the
+/// engine is said to use (the driver's own memory, like its RSS before the open).
+pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64, histograms: u64) -> MemoryUse {
     let end_pc = page_cache(&w.dirs).unwrap_or(0);
     let rss: Vec<u64> = timeline.iter().filter_map(|s| s.rss_bytes).collect();
     let peak_pc = timeline
@@ -99,7 +101,10 @@ pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64) -> MemoryUse {
         .max()
         .unwrap_or(0);
     let peak_rss = rss.iter().copied().chain([peak_rss]).max().unwrap_or(0);
-    let peak_used = peak_rss.saturating_sub(w.driver_rss) + peak_pc;
+    let peak_used = peak_rss
+        .saturating_sub(w.driver_rss)
+        .saturating_sub(histograms)
+        + peak_pc;
     MemoryUse {
         peak_rss_bytes: peak_rss,
         mean_rss_bytes: if rss.is_empty() {
@@ -110,6 +115,7 @@ pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64) -> MemoryUse {
         peak_page_cache_bytes: peak_pc,
         end_page_cache_bytes: end_pc,
         peak_used_bytes: peak_used,
+        driver_histogram_bytes: histograms,
         used_over_budget: w
             .budget
             .filter(|b| *b > 0)

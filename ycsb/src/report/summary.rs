@@ -220,6 +220,12 @@ pub fn memory_lines(report: &RunFile, phase: &Phase) -> Vec<String> {
         "[MEMORY], DriverRSS(MiB), {}",
         mib(b.driver_rss_bytes)
     ));
+    if m.driver_histogram_bytes > 0 {
+        out.push(format!(
+            "[MEMORY], DriverHistograms(MiB), {}",
+            mib(m.driver_histogram_bytes)
+        ));
+    }
     out.push(format!("[MEMORY], PeakRSS(MiB), {}", mib(m.peak_rss_bytes)));
     out.push(format!("[MEMORY], MeanRSS(MiB), {}", mib(m.mean_rss_bytes)));
     out.push(format!(

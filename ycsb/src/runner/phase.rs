@@ -7,6 +7,7 @@ use crate::device::{Snapshot, device_use};
 use crate::error::{Error, Result};
 use crate::measure::watch::memory_use;
 use crate::measure::{Recorder, Sampler, Slot, Tick, Watch};
+use crate::measure::{histogram_peak, reset_histogram_peak};
 use crate::memory::{proc_mem, reset_peak};
 use kvtb_schema::{Phase, Sample};
 use std::collections::BTreeMap;
@@ -180,6 +181,7 @@ impl<'a> Measured<'a> {
         // the peak resident size measured at the end belongs to this phase
         if ctx.watch.is_some() {
             let _ = reset_peak();
+            reset_histogram_peak();
         }
         let sampler = Sampler::start(
             clock.start,
@@ -216,7 +218,7 @@ impl<'a> Measured<'a> {
         let timeline = self.sampler.finish();
         let memory = self.ctx.watch.as_ref().map(|w| {
             let peak = proc_mem().map(|m| m.peak_rss).unwrap_or(0);
-            memory_use(w, &timeline, peak)
+            memory_use(w, &timeline, peak, histogram_peak())
         });
         let device = self.ctx.device.as_deref();
         let last = Snapshot::take(device);
