@@ -62,7 +62,9 @@ pub struct MemoryUse {
     /// engine's files.
     pub peak_used_bytes: u64,
     /// The peak bytes of the driver's latency histograms over the phase (they grow with
-    /// its client threads): the driver's, left out of `peak_used_bytes`.
+    /// its client threads): the driver's, left out of `peak_used_bytes`. Written only
+    /// when counted (files from before it read back unchanged).
+    #[serde(skip_serializing_if = "is_zero")]
     pub driver_histogram_bytes: u64,
     /// peak_used / budget, when there is a budget.
     pub used_over_budget: Option<f64>,
@@ -97,4 +99,8 @@ pub struct Warmup {
     /// Bytes the process read from storage per operation over the last interval
     /// (misses of every cache, for every engine alike).
     pub read_bytes_per_op: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
