@@ -7,37 +7,15 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+use common::TempDir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn fixtures(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(set)
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-lattl-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn copy(set: &str, to: &Path) {
@@ -70,7 +48,7 @@ fn run_samples(v: &mut Value) -> &mut Vec<Value> {
 
 #[test]
 fn drawn_per_engine_and_operation_beside_the_throughput_timeline() {
-    let dir = TempDir::new("drawn");
+    let dir = TempDir::new("lattl", "drawn");
     copy("latency", &dir.0);
     let written = analysis::render_dir(&dir.0, Some("Interval latency")).unwrap();
     let names = names(&written.files);
@@ -127,7 +105,7 @@ fn drawn_per_engine_and_operation_beside_the_throughput_timeline() {
 
 #[test]
 fn an_engine_without_interval_latencies_gets_a_panel_saying_so() {
-    let dir = TempDir::new("partial");
+    let dir = TempDir::new("lattl", "partial");
     copy("latency", &dir.0);
     let p = dir.0.join("sled.json");
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
@@ -143,7 +121,7 @@ fn an_engine_without_interval_latencies_gets_a_panel_saying_so() {
 
 #[test]
 fn files_without_interval_latencies_are_skipped_without_error() {
-    let dir = TempDir::new("none");
+    let dir = TempDir::new("lattl", "none");
     copy("workloada", &dir.0);
     let written = analysis::render_dir(&dir.0, None).unwrap();
     let names = names(&written.files);

@@ -7,9 +7,10 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+use common::TempDir;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 const MIB: u64 = 1 << 20;
 
@@ -17,29 +18,6 @@ fn fixtures(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(set)
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-memory-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn read(engine: &str) -> Value {
@@ -85,7 +63,7 @@ fn row<'a>(md: &'a str, name: &str) -> &'a str {
 /// cell goes to one of the engines that count.
 #[test]
 fn an_engine_over_budget_is_flagged_and_not_starred() {
-    let dir = TempDir::new("over");
+    let dir = TempDir::new("memory", "over");
     let mut kvell = read("kvell");
     set_budget(&mut kvell, 163 * MIB, "none: measured only; no cgroup");
     run_phase(&mut kvell)["throughput_ops_sec"] = json!(10_000_000.0);
@@ -170,7 +148,7 @@ fn an_engine_over_budget_is_flagged_and_not_starred() {
 /// workload: it joins the other runs of its directory, flagged.
 #[test]
 fn an_engine_killed_at_its_limit_is_flagged_with_its_workload() {
-    let dir = TempDir::new("killed");
+    let dir = TempDir::new("memory", "killed");
     let killed = json!({
         "format": 3,
         "command": ["target/release/ycsb", "run", "--engine", "kvell", "--memory", "163M"],
@@ -223,7 +201,7 @@ fn an_engine_killed_at_its_limit_is_flagged_with_its_workload() {
 /// phases and the hit ratio, PNG and SVG, written only where samples exist.
 #[test]
 fn the_memory_chart_is_drawn_where_samples_exist_and_skipped_where_not() {
-    let dir = TempDir::new("chart");
+    let dir = TempDir::new("memory", "chart");
     let mut kvell = read("kvell");
     set_budget(&mut kvell, 400 * MIB, "memory cgroup v2");
     write(&dir.0, "kvell", &kvell);
@@ -265,7 +243,7 @@ fn the_memory_chart_is_drawn_where_samples_exist_and_skipped_where_not() {
     assert!(t < m && m < c, "{md}");
 
     // files before schema 3: no chart, no memory rows, no error
-    let old = TempDir::new("old");
+    let old = TempDir::new("memory", "old");
     for n in ["sled", "null"] {
         std::fs::copy(
             fixtures("workloada").join(format!("{n}.json")),

@@ -7,36 +7,10 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+use common::{TempDir, repo};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-paper-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -228,7 +202,7 @@ const ALL_CHARTS: [&str; 17] = [
 
 #[test]
 fn renders_every_paper_figure_with_numbers_from_the_files() {
-    let tmp = TempDir::new("full");
+    let tmp = TempDir::new("paper", "full");
     let dir = tmp.0.join("run");
     fixture(&dir);
     let files = analysis::paper::render_paper(&dir, None, None)
@@ -417,7 +391,7 @@ fn assert_every_section_shows_its_commands(md: &str) -> usize {
 
 #[test]
 fn every_section_shows_the_commands_that_wrote_its_files() {
-    let tmp = TempDir::new("commands");
+    let tmp = TempDir::new("paper", "commands");
     let dir = tmp.0.join("run");
     fixture(&dir);
     analysis::paper::render_paper(&dir, None, None).unwrap();
@@ -447,7 +421,7 @@ fn every_section_shows_the_commands_that_wrote_its_files() {
 
 #[test]
 fn fig3_busy_axis_ends_at_100_and_says_what_was_clamped() {
-    let tmp = TempDir::new("fig3");
+    let tmp = TempDir::new("paper", "fig3");
     let dir = tmp.0.join("run");
     fixture(&dir);
     analysis::paper::render_paper(&dir, None, None).unwrap();
@@ -469,7 +443,7 @@ fn fig3_busy_axis_ends_at_100_and_says_what_was_clamped() {
 
 #[test]
 fn a_partial_directory_renders_what_it_can_and_notes_the_rest() {
-    let tmp = TempDir::new("partial");
+    let tmp = TempDir::new("paper", "partial");
     let dir = &tmp.0;
     write_json(&dir.join("manifest.json"), &manifest());
     for e in ["kvell", "rocksdb"] {
@@ -543,7 +517,7 @@ fn a_malformed_file_is_an_error_naming_it() {
         ("batch/b32/kvell.json", r#"{"engine": {"name": "kvell"}}"#),
     ];
     for (rel, text) in cases {
-        let tmp = TempDir::new("bad");
+        let tmp = TempDir::new("paper", "bad");
         let dir = &tmp.0;
         write_json(&dir.join("manifest.json"), &manifest());
         write_json(
@@ -561,7 +535,7 @@ fn a_malformed_file_is_an_error_naming_it() {
 
 #[test]
 fn an_empty_directory_is_an_error() {
-    let tmp = TempDir::new("empty");
+    let tmp = TempDir::new("paper", "empty");
     let err = analysis::paper::render_paper(&tmp.0, None, None)
         .unwrap_err()
         .to_string();
@@ -570,7 +544,7 @@ fn an_empty_directory_is_an_error() {
 
 #[test]
 fn cli_writes_paper_repro_where_told_with_links_that_resolve() {
-    let tmp = TempDir::new("cli");
+    let tmp = TempDir::new("paper", "cli");
     let dir = tmp.0.join("run");
     write_json(&dir.join("manifest.json"), &manifest());
     for e in ["kvell", "rocksdb"] {
@@ -668,7 +642,7 @@ fn line_of<'a>(text: &'a str, start: &str) -> &'a str {
 /// verdicts.
 #[test]
 fn an_engine_over_budget_is_not_compared_and_a_pair_within_budget_is() {
-    let tmp = TempDir::new("budget");
+    let tmp = TempDir::new("paper", "budget");
     let dir = tmp.0.join("run");
     fixture(&dir);
     let mut files = Vec::new();

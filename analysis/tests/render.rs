@@ -5,34 +5,12 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+use common::TempDir;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/workloada")
-}
-
-/// A fresh empty directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "kvtb-analysis-{name}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn copy_fixtures(to: &Path) {
@@ -88,7 +66,7 @@ fn names(files: &[PathBuf]) -> Vec<String> {
 
 #[test]
 fn renders_every_chart_as_png_and_svg_with_a_report() {
-    let dir = TempDir::new("fixture");
+    let dir = TempDir::new("analysis", "fixture");
     copy_fixtures(&dir.0);
     let files = analysis::render_dir(&dir.0, Some("Fixture run"))
         .unwrap()
@@ -195,7 +173,7 @@ fn renders_every_chart_as_png_and_svg_with_a_report() {
 
 #[test]
 fn malformed_and_foreign_json_are_skipped_and_the_rest_rendered() {
-    let dir = TempDir::new("malformed");
+    let dir = TempDir::new("analysis", "malformed");
     copy_fixtures(&dir.0);
     std::fs::write(dir.0.join("broken.json"), "{\"format\": 1, \"engine\": ").unwrap();
     std::fs::write(dir.0.join("other.json"), "{\"hello\": [1, 2, 3]}").unwrap();
@@ -232,7 +210,7 @@ fn malformed_and_foreign_json_are_skipped_and_the_rest_rendered() {
 
 #[test]
 fn a_directory_without_results_is_an_error() {
-    let dir = TempDir::new("empty");
+    let dir = TempDir::new("analysis", "empty");
     let err = analysis::render_dir(&dir.0, None).unwrap_err().to_string();
     assert!(err.contains("no ycsb result files"), "{err}");
     std::fs::write(dir.0.join("x.json"), "nonsense").unwrap();
@@ -243,7 +221,7 @@ fn a_directory_without_results_is_an_error() {
 
 #[test]
 fn several_workloads_are_grouped() {
-    let dir = TempDir::new("groups");
+    let dir = TempDir::new("analysis", "groups");
     copy_fixtures(&dir.0.join("a"));
     std::fs::create_dir_all(dir.0.join("c")).unwrap();
     for n in ["sled", "null"] {
@@ -280,7 +258,7 @@ fn several_workloads_are_grouped() {
 /// stall in the timeline and no load phase still renders.
 #[test]
 fn minimal_result_with_unknown_fields_renders() {
-    let dir = TempDir::new("minimal");
+    let dir = TempDir::new("analysis", "minimal");
     let sample = |t: f64, ops: f64| {
         serde_json::json!({
             "t": t, "warmup": t < 1.5, "ops_per_sec": ops,
@@ -342,7 +320,7 @@ fn minimal_result_with_unknown_fields_renders() {
 
 #[test]
 fn cli_renders_and_lists_files() {
-    let dir = TempDir::new("cli");
+    let dir = TempDir::new("analysis", "cli");
     copy_fixtures(&dir.0);
     let exe = env!("CARGO_BIN_EXE_kvtb-report");
     let out = std::process::Command::new(exe)
@@ -355,7 +333,7 @@ fn cli_renders_and_lists_files() {
     assert!(stdout.lines().all(|l| Path::new(l).is_file()));
     assert!(stdout.contains("report.md"));
 
-    let empty = TempDir::new("cli-empty");
+    let empty = TempDir::new("analysis", "cli-empty");
     let out = std::process::Command::new(exe)
         .args(["charts", empty.0.to_str().unwrap()])
         .output()
@@ -375,7 +353,7 @@ fn cli_renders_and_lists_files() {
 /// folder; two of one engine in one folder by file name.
 #[test]
 fn repeated_runs_are_told_apart() {
-    let dir = TempDir::new("repeats");
+    let dir = TempDir::new("analysis", "repeats");
     copy_fixtures(&dir.0.join("run1"));
     copy_fixtures(&dir.0.join("run2"));
     std::fs::copy(
