@@ -10,25 +10,9 @@
 )]
 
 use kvapi::Options;
+use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
 use kvtestkit::conformance::TempDir;
 use std::path::Path;
-use std::process::Command;
-
-fn status(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with(field)).unwrap();
-    let kb: u64 = line[field.len() + 1..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb << 10
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1 << 20) as f64
-}
 
 fn key(i: u64) -> Vec<u8> {
     format!("user{:020}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
@@ -45,7 +29,7 @@ fn sled_child() {
     let option = std::env::var("SLED_MEM_OPTION").unwrap();
     let bytes = std::env::var("SLED_MEM_BYTES").unwrap();
     let items: u64 = std::env::var("SLED_MEM_ITEMS").unwrap().parse().unwrap();
-    let before = status("VmRSS");
+    let before = proc_status("VmRSS");
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let d = Path::new(&dir).display().to_string();
     let e = baselines::sled_engine::open_engine(&Options::new(
@@ -57,11 +41,11 @@ fn sled_child() {
     for i in 0..items {
         e.insert(&key(i), &value(i)).unwrap();
     }
-    let after_load = status("VmHWM") - before;
+    let after_load = proc_status("VmHWM") - before;
     for i in (0..items).step_by(7) {
         assert_eq!(e.get(&key(i)).unwrap(), Some(value(i)));
     }
-    let (peak, now) = (status("VmHWM") - before, status("VmRSS") - before);
+    let (peak, now) = (proc_status("VmHWM") - before, proc_status("VmRSS") - before);
     let cache = e.info().cache_bytes.unwrap();
     println!(
         "\nsled: {option}={bytes} ({items} x 1 KiB): cache_capacity {:.1} MiB, RSS peak \
@@ -78,26 +62,16 @@ fn sled_child() {
 
 /// Runs the child; returns its line of figures.
 fn run_child(dir: &Path, option: &str, bytes: u64, items: u64) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "sled_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("SLED_MEM_DIR", dir)
-        .env("SLED_MEM_OPTION", option)
-        .env("SLED_MEM_BYTES", bytes.to_string())
-        .env("SLED_MEM_ITEMS", items.to_string())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let ChildRun { ok, text } = run_ignored(
+        "sled_child",
+        &[
+            ("SLED_MEM_DIR", dir.into()),
+            ("SLED_MEM_OPTION", option.into()),
+            ("SLED_MEM_BYTES", bytes.to_string().into()),
+            ("SLED_MEM_ITEMS", items.to_string().into()),
+        ],
     );
-    assert!(out.status.success(), "the child failed:\n{text}");
+    assert!(ok, "the child failed:\n{text}");
     text.lines()
         .find(|l| l.starts_with("sled:"))
         .unwrap_or_else(|| panic!("no figures:\n{text}"))

@@ -12,9 +12,9 @@
 
 use kvapi::{Engine, Request};
 use kvell::{Config, IoMode, Kvell, SimDisk};
+use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
 use kvtestkit::conformance::TempDir;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
@@ -169,22 +169,6 @@ const BUDGET: u64 = 24 << 20;
 const ITEMS: u64 = 200_000;
 const VALUE: usize = 900;
 
-/// VmRSS or VmHWM of this process, in bytes.
-fn status(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field}"));
-    let kb: u64 = line[field.len() + 1..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb << 10
-}
-
 fn open_psync(dir: &Path) -> Arc<Kvell> {
     let mut c = Config::new(dir);
     c.io = IoMode::Psync;
@@ -202,10 +186,10 @@ fn rss_child() {
     let dir = std::env::var("KVELL_RSS_DIR").expect("run by rss_stays_within_the_budget");
     let phase = std::env::var("KVELL_RSS_PHASE").unwrap();
     let dir = Path::new(&dir);
-    let before = status("VmRSS");
+    let before = proc_status("VmRSS");
     // The peak so far is forgotten (VmHWM restarts from the current RSS).
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
-    assert!(status("VmHWM") <= before + (1 << 20));
+    assert!(proc_status("VmHWM") <= before + (1 << 20));
     let kv = open_psync(dir);
     if phase == "load" {
         let a = kv.clone().native_async().unwrap();
@@ -237,7 +221,7 @@ fn rss_child() {
     for i in (0..ITEMS).step_by(97) {
         assert_eq!(kv.get(&key(i)).unwrap(), Some(value(i, VALUE)), "item {i}");
     }
-    let (peak, now) = (status("VmHWM"), status("VmRSS"));
+    let (peak, now) = (proc_status("VmHWM"), proc_status("VmRSS"));
     let c = kv.counters();
     assert_eq!(c.items, Some(ITEMS));
     let parts: Vec<String> = c
@@ -246,7 +230,6 @@ fn rss_child() {
         .filter(|(k, _)| k.starts_with("memory."))
         .map(|(k, v)| format!("{k} {:.2} MiB", *v as f64 / (1 << 20) as f64))
         .collect();
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "\n{phase}: RSS before {:.1} MiB, peak growth {:.1} MiB, growth now {:.1} MiB, \
          budget {:.1} MiB; the engine's own accounting: {:.1} MiB ({})",
@@ -276,24 +259,14 @@ fn rss_child() {
 fn rss_stays_within_the_budget() {
     let dir = TempDir::new("kvell-rss");
     for phase in ["load", "reopen"] {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "rss_child",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("KVELL_RSS_DIR", dir.path())
-            .env("KVELL_RSS_PHASE", phase)
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let ChildRun { ok, text } = run_ignored(
+            "rss_child",
+            &[
+                ("KVELL_RSS_DIR", dir.path().into()),
+                ("KVELL_RSS_PHASE", phase.into()),
+            ],
         );
-        assert!(out.status.success(), "{phase} failed:\n{text}");
+        assert!(ok, "{phase} failed:\n{text}");
         assert!(text.contains("1 passed"), "{phase} ran nothing:\n{text}");
         for l in text.lines().filter(|l| l.starts_with(phase)) {
             println!("{l}");

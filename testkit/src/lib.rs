@@ -2,7 +2,8 @@
 //! crates (after TiKV's `engine_traits_tests`): the conformance suite
 //! ([`conformance`], run with [`conformance_tests!`]), the fault-matrix harness
 //! ([`faults`]), a small loop-mounted file system for full-disk tests ([`testfs`]) and
-//! temporary directories under `$KVTESTBED_TMP` ([`TempDir`]).
+//! temporary directories under `$KVTESTBED_TMP` ([`TempDir`]) and child runs of a
+//! test for memory measurements ([`child`]).
 //!
 //! Only ever a dev-dependency.
 #![deny(unsafe_code)]
@@ -13,6 +14,7 @@
     reason = "test support: a failed step is a failed test"
 )]
 
+pub mod child;
 pub mod conformance;
 pub mod faults;
 pub mod testfs;

@@ -10,9 +10,9 @@
 )]
 
 use kvapi::{Engine, Options};
+use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
 use kvtestkit::conformance::TempDir;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 const BUDGET: u64 = 64 << 20;
@@ -53,22 +53,6 @@ fn held(e: &dyn Engine) -> u64 {
         assert!(g.iter().any(|(k, _)| k == want), "no {want} in {g:?}");
     }
     g.iter().map(|(_, v)| v).sum()
-}
-
-fn status(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with(field)).unwrap();
-    let kb: u64 = line[field.len() + 1..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb << 10
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1 << 20) as f64
 }
 
 /// The settings state the split.
@@ -126,7 +110,7 @@ fn the_budget_split_is_stated() {
 #[ignore = "run by load_beyond_the_budget_stays_within_it in a process of its own"]
 fn rss_child() {
     let dir = std::env::var("ROCKSDB_RSS_DIR").expect("run by the parent test");
-    let before = status("VmRSS");
+    let before = proc_status("VmRSS");
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let e = open(Path::new(&dir));
     let mut most = 0;
@@ -143,7 +127,7 @@ fn rss_child() {
         }
     }
     most = most.max(held(&*e));
-    let (peak, now) = (status("VmHWM"), status("VmRSS"));
+    let (peak, now) = (proc_status("VmHWM"), proc_status("VmRSS"));
     let parts: Vec<String> = gauges(&*e)
         .iter()
         .map(|(k, v)| format!("{k} {:.1} MiB", mib(*v)))
@@ -182,23 +166,8 @@ fn rss_child() {
 #[test]
 fn load_beyond_the_budget_stays_within_it() {
     let dir = TempDir::new("rocksdb-rss");
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "rss_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("ROCKSDB_RSS_DIR", dir.path())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the child failed:\n{text}");
+    let ChildRun { ok, text } = run_ignored("rss_child", &[("ROCKSDB_RSS_DIR", dir.path().into())]);
+    assert!(ok, "the child failed:\n{text}");
     assert!(text.contains("1 passed"), "the child ran nothing:\n{text}");
     for l in text.lines().filter(|l| l.starts_with("rocksdb:")) {
         println!("{l}");

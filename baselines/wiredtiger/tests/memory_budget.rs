@@ -12,27 +12,11 @@
 
 use kvapi::Options;
 use kvtestkit::TempDir;
+use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
 use std::path::Path;
-use std::process::Command;
 
 const BUDGET: u64 = 64 << 20;
 const ITEMS: u64 = 300_000;
-
-fn status(field: &str) -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with(field)).unwrap();
-    let kb: u64 = line[field.len() + 1..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .unwrap();
-    kb << 10
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1 << 20) as f64
-}
 
 fn key(i: u64) -> Vec<u8> {
     format!("user{:020}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
@@ -53,7 +37,7 @@ fn gauge(e: &dyn kvapi::Engine, name: &str) -> u64 {
 #[ignore = "run by the_cache_is_the_budget in a process of its own"]
 fn wt_child() {
     let dir = std::env::var("WT_MEM_DIR").expect("run by the parent test");
-    let before = status("VmRSS");
+    let before = proc_status("VmRSS");
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let d = Path::new(&dir).display().to_string();
     let e = wiredtiger_engine::open_engine(&Options::new(
@@ -76,7 +60,7 @@ fn wt_child() {
             most = most.max(gauge(&*e, "memory.cache_bytes"));
         }
     }
-    let (peak, now) = (status("VmHWM") - before, status("VmRSS") - before);
+    let (peak, now) = (proc_status("VmHWM") - before, proc_status("VmRSS") - before);
     println!(
         "\nwiredtiger: {ITEMS} x 1 KiB into a {:.0} MiB budget (cache_size): the cache held \
          at most {:.1} MiB; RSS peak growth {:.1} MiB ({:.2} x the budget), growth now {:.1} \
@@ -96,23 +80,8 @@ fn wt_child() {
 #[test]
 fn the_cache_is_the_budget() {
     let dir = TempDir::new("wt-budget");
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "wt_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("WT_MEM_DIR", dir.path())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "the child failed:\n{text}");
+    let ChildRun { ok, text } = run_ignored("wt_child", &[("WT_MEM_DIR", dir.path().into())]);
+    assert!(ok, "the child failed:\n{text}");
     assert!(text.contains("1 passed"), "the child ran nothing:\n{text}");
     for l in text.lines().filter(|l| l.starts_with("wiredtiger:")) {
         println!("{l}");
