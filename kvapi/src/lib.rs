@@ -232,6 +232,21 @@ pub trait Engine: Send + Sync + 'static {
     fn native_async(self: Arc<Self>) -> Option<Arc<dyn AsyncEngine>> {
         None
     }
+    /// The capacity of the engine's cache, in bytes, when the engine can change it
+    /// while it runs ([`Engine::set_cache_capacity`]); `None` when it cannot. The
+    /// driver's memory governor uses the pair to hold the engine's measured memory
+    /// (not only its cache's own accounting) to its budget: see DESIGN.md, "Same
+    /// memory".
+    fn cache_capacity(&self) -> Option<u64> {
+        None
+    }
+    /// Changes the capacity of the engine's cache while it runs (an engine that shrinks
+    /// evicts down to it).
+    fn set_cache_capacity(&self, _bytes: u64) -> Result<()> {
+        Err(Error::Unsupported(
+            "this engine's cache capacity is fixed at open".into(),
+        ))
+    }
 }
 
 /// One request, for the asynchronous path.

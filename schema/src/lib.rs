@@ -52,7 +52,7 @@ pub use error::Error;
 pub use iomethods::{IoMethods, IoPoint};
 pub use machine::{Disk, Machine};
 pub use manifest::Manifest;
-pub use memory::{MemoryBound, MemoryUse, OVER_BUDGET, Warmup};
+pub use memory::{Governed, MemoryBound, MemoryUse, OVER_BUDGET, Warmup};
 pub use phase::{Ceiling, DeviceUse, IntervalLatency, Measure, OpSummary, Phase, Sample};
 pub use read::{Found, Loaded, load_dir, parse_kind, parse_probe, parse_run};
 pub use recovery::{Recovery, RecoveryCycle};

@@ -73,6 +73,28 @@ pub struct MemoryUse {
     /// The memory cgroup's peak charge over the whole process life so far, when the
     /// process ran in one.
     pub cgroup_peak_bytes: Option<u64>,
+    /// What the driver's memory governor did to the engine's cache over the phase,
+    /// when it held one (written only then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governor: Option<Governed>,
+}
+
+/// The driver's memory governor over one phase: it resizes the cache of an engine
+/// that can resize it so that the engine's measured memory (what `peak_used_bytes`
+/// counts: its resident memory and its files' page cache, not only its cache's own
+/// accounting) stays within the budget. See DESIGN.md, "Same memory".
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Governed {
+    /// The capacity the engine opened with (its share of the budget by its own rule).
+    pub open_bytes: u64,
+    /// The capacity when the phase started and when it ended.
+    pub start_bytes: u64,
+    pub end_bytes: u64,
+    /// The smallest capacity over the phase.
+    pub min_bytes: u64,
+    /// Resizes over the phase.
+    pub adjustments: u32,
 }
 
 impl MemoryUse {

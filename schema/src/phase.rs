@@ -213,6 +213,10 @@ pub struct Sample {
     /// The engine's cache hit ratio over the interval, where it counts hits and misses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_hit_ratio: Option<f64>,
+    /// The engine's cache capacity at the end of the interval, when the driver's
+    /// memory governor holds it (an engine whose cache can be resized, under a budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_capacity_bytes: Option<u64>,
     /// Latency percentiles of the interval per YCSB op name (HDR, 2 significant
     /// digits; version 3).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -19,6 +19,7 @@ use rocksdb::{
     WriteOptions,
 };
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 const LIMITS: Limits = Limits {
@@ -36,6 +37,9 @@ pub struct RocksEngine {
     info: EngineInfo,
     path: PathBuf,
     cache: Cache,
+    /// The block cache's capacity now: set at open, changed by the driver's memory
+    /// governor through [`Engine::set_cache_capacity`].
+    capacity: AtomicU64,
     /// Under a memory budget: the write buffer manager charging memtables to the
     /// block cache.
     wbm: Option<WriteBufferManager>,
@@ -321,6 +325,7 @@ impl RocksEngine {
             info,
             path,
             cache,
+            capacity: AtomicU64::new(cache_bytes),
             wbm,
         })
     }
@@ -430,6 +435,10 @@ impl Engine for RocksEngine {
             self.cache.get_pinned_usage() as u64,
         ));
         extra.push(("block_cache_usage_bytes".into(), usage));
+        extra.push((
+            "block_cache_capacity_bytes".into(),
+            self.capacity.load(Ordering::Relaxed),
+        ));
         // device bytes: what RocksDB itself wrote to files (WAL, flushes, compactions)
         let written =
             t(Ticker::WalFileBytes) + t(Ticker::FlushWriteBytes) + t(Ticker::CompactWriteBytes);
@@ -458,6 +467,20 @@ impl Engine for RocksEngine {
         // the directory lock is a hand-off slot: released even after a panic
         kvapi::sync::lock_handoff(&self.lock).take();
         r
+    }
+
+    fn cache_capacity(&self) -> Option<u64> {
+        Some(self.capacity.load(Ordering::Relaxed))
+    }
+
+    /// `Cache::SetCapacity`: a smaller capacity evicts unpinned blocks down to it at
+    /// once; the memtables' charge (the write buffer manager's dummy entries) stays
+    /// in the cache and is evicted last.
+    fn set_cache_capacity(&self, bytes: u64) -> Result<()> {
+        let mut cache = self.cache.clone();
+        cache.set_capacity(bytes as usize);
+        self.capacity.store(bytes, Ordering::Relaxed);
+        Ok(())
     }
 }
 

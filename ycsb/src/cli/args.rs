@@ -59,6 +59,12 @@ pub(super) struct DriveArgs {
     /// cache), cgroup (a cgroup or fail) or none (measured only; such engines flagged).
     #[arg(long, value_enum, default_value = "auto")]
     pub(super) memory_limit: super::memory::LimitMode,
+    /// Under --memory, resize the cache of an engine that can resize it (RocksDB's
+    /// block cache) each second so that its measured memory stays within the budget:
+    /// on (the default) or off (the engine's cache keeps the share its own rule gives
+    /// it, and its allocator's overhead may take it over budget).
+    #[arg(long, value_enum, default_value = "on")]
+    pub(super) memory_governor: OnOff,
     /// Root of the data directories (an engine's default is <data>/<engine>).
     #[arg(long, default_value = "data")]
     pub(super) data: PathBuf,
@@ -110,6 +116,9 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
         }
         .to_string(),
     ]);
+    if d.memory_governor == OnOff::Off {
+        v.extend(["--memory-governor".to_string(), "off".to_string()]);
+    }
     opt(
         &mut v,
         "--device-result",
@@ -121,4 +130,11 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
     v.extend(["--arrival".to_string(), d.arrival.clone()]);
     v.extend(["--data".to_string(), d.data.display().to_string()]);
     v
+}
+
+/// A switch (`on` or `off`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum OnOff {
+    On,
+    Off,
 }

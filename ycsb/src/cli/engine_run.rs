@@ -49,6 +49,8 @@ pub(super) struct Target<'a> {
     pub(super) bound: &'a Bound,
     /// Remove the engine's data directory first (only one holding that engine's data).
     pub(super) fresh: bool,
+    /// Let the memory governor resize the engine's cache (`--memory-governor`).
+    pub(super) govern: bool,
 }
 
 /// Opens the engine of `t`, runs `work` and returns the run file.
@@ -104,6 +106,11 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
         cgroup: t.bound.cgroup().cloned(),
         budget: t.memory,
         driver_rss,
+        governor: if t.govern {
+            Watch::governor_for(engine.as_ref(), t.memory)
+        } else {
+            None
+        },
     });
     let roofline = device_result(s, &report.machine)?;
     let disk = report.machine.disk.as_ref().map(|d| d.device.clone());

@@ -1,7 +1,7 @@
 //! `ycsb recovery` (the paper's section 6.5): the records loaded, then per cycle a child
 //! `ycsb run` killed with SIGKILL mid-run and the engine reopened (timed) and checked.
 
-use super::args::{DriveArgs, WorkloadArgs, forward_args};
+use super::args::{DriveArgs, OnOff, WorkloadArgs, forward_args};
 use super::engine_run::{Target, Work, run_engine};
 use super::memory::Bound;
 use super::session::{memory, session};
@@ -67,6 +67,7 @@ pub(super) fn recovery(a: &RecoveryArgs) -> Result<()> {
         memory: mem,
         bound: &bound,
         fresh: true,
+        govern: a.drive.memory_governor == OnOff::On,
     };
     let load = run_engine(
         &s,

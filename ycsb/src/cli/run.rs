@@ -2,7 +2,7 @@
 //! phase, or through a trace (`run --trace`); the summary printed, the run file
 //! written with --out, and a failed engine made a failed command.
 
-use super::args::{DriveArgs, WorkloadArgs};
+use super::args::{DriveArgs, OnOff, WorkloadArgs};
 use super::engine_run::{Replay, Target, Work, run_engine};
 use super::memory::{Held, hold};
 use super::session::{memory, session};
@@ -71,6 +71,7 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
         memory: budget,
         bound: &bound,
         fresh: a.fresh,
+        govern: a.drive.memory_governor == OnOff::On,
     };
     let report = match run_engine(&s, &target, Work::Workload { load, run }) {
         Err(Error::Engine {
@@ -189,6 +190,7 @@ pub(super) fn replay(a: &RunArgs, file: &Path) -> Result<()> {
         memory: budget,
         bound: &bound,
         fresh: a.phase.fresh,
+        govern: a.phase.drive.memory_governor == OnOff::On,
     };
     let report = run_engine(&s, &target, Work::Replay(&replay))?;
     if let Some(out) = &a.phase.out {

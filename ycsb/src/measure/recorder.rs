@@ -70,6 +70,11 @@ pub fn histogram_peak() -> u64 {
     HISTOGRAM_PEAK.load(Ordering::Relaxed)
 }
 
+/// The bytes of the recorders' histograms alive now.
+pub fn histogram_bytes() -> u64 {
+    HISTOGRAM_BYTES.load(Ordering::Relaxed)
+}
+
 /// Starts a new peak at what is alive now (at a phase's start, with `VmHWM`'s).
 pub fn reset_histogram_peak() {
     HISTOGRAM_PEAK.store(HISTOGRAM_BYTES.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -3,12 +3,14 @@
 //! files, the memory cgroup's charge, the engine's own `memory.*` gauges) and its
 //! cache hit ratio, once a second; and what a phase held, built from those samples.
 
+use crate::measure::govern::{Governor, trim_c_heap};
+use crate::measure::recorder::histogram_bytes;
 use crate::memory::{Cgroup, page_cache_of, proc_mem};
 use kvapi::Engine;
 use kvtb_schema::{MemoryUse, Sample};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The engine and where its memory is seen, for one run.
 pub struct Watch {
@@ -21,6 +23,21 @@ pub struct Watch {
     pub budget: Option<u64>,
     /// The process's resident memory before the engine opened (the driver's own).
     pub driver_rss: u64,
+    /// The memory governor, when the engine's cache can be resized under a budget
+    /// (see [`crate::measure::govern`]).
+    pub governor: Option<Mutex<Governor>>,
+}
+
+impl Watch {
+    /// A governor for `engine` under `budget`, if its cache can be resized.
+    pub fn governor_for(engine: &dyn Engine, budget: Option<u64>) -> Option<Mutex<Governor>> {
+        let budget = budget.filter(|b| *b > 0)?;
+        let open = engine.cache_capacity().filter(|c| *c > 0)?;
+        let g = Governor::new(budget, open);
+        // the slow start: an engine that refuses is left as it opened, ungoverned
+        engine.set_cache_capacity(g.capacity()).ok()?;
+        Some(Mutex::new(g))
+    }
 }
 
 /// The engine's own memory accounting: its `memory.*` gauges.
@@ -53,6 +70,9 @@ pub struct Reader {
 
 impl Reader {
     pub fn new(watch: Arc<Watch>) -> Reader {
+        if let Some(g) = &watch.governor {
+            kvapi::sync::lock_handoff(g).begin_phase();
+        }
         let prev_hits = hits_misses(watch.engine.as_ref()).0;
         Reader { watch, prev_hits }
     }
@@ -65,6 +85,22 @@ impl Reader {
         s.cgroup_bytes = w.cgroup.as_ref().and_then(Cgroup::usage);
         let (hm, mem) = hits_misses(w.engine.as_ref());
         s.engine_memory_bytes = Some(mem);
+        if let (Some(g), Some(rss)) = (&w.governor, s.rss_bytes) {
+            // the figure the budget is checked against, now (see `memory_use`)
+            let used = rss
+                .saturating_sub(w.driver_rss)
+                .saturating_sub(histogram_bytes())
+                + s.page_cache_bytes.unwrap_or(0);
+            let mut g = kvapi::sync::lock_handoff(g);
+            if let Some(new) = g.step(used, Some(mem)) {
+                let before = w.engine.cache_capacity();
+                // an engine that refuses keeps its capacity (reported as it is)
+                if w.engine.set_cache_capacity(new).is_ok() && before.is_some_and(|b| new < b) {
+                    trim_c_heap();
+                }
+            }
+            s.cache_capacity_bytes = w.engine.cache_capacity();
+        }
         s.cache_hit_ratio = hm.zip(self.prev_hits).and_then(|((h, m), (ph, pm))| {
             let (dh, dm) = (h.saturating_sub(ph), m.saturating_sub(pm));
             (dh + dm > 0).then(|| dh as f64 / (dh + dm) as f64)
@@ -122,5 +158,9 @@ pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64, histograms: u64
             .map(|b| peak_used as f64 / b as f64),
         engine_accounting: engine_accounting(w.engine.as_ref()),
         cgroup_peak_bytes: w.cgroup.as_ref().and_then(Cgroup::peak),
+        governor: w
+            .governor
+            .as_ref()
+            .map(|g| kvapi::sync::lock_handoff(g).phase()),
     }
 }

@@ -252,6 +252,16 @@ pub fn memory_lines(report: &RunFile, phase: &Phase) -> Vec<String> {
     for (k, v) in &m.engine_accounting {
         out.push(format!("[MEMORY], Engine.{k}(MiB), {}", mib(*v)));
     }
+    if let Some(g) = &m.governor {
+        out.push(format!(
+            "[MEMORY], GovernedCache(MiB), opened with {}, phase {} -> {} (smallest {}), {} resizes",
+            mib(g.open_bytes),
+            mib(g.start_bytes),
+            mib(g.end_bytes),
+            mib(g.min_bytes),
+            g.adjustments
+        ));
+    }
     if b.page_cache_evicted_bytes > 0 {
         out.push(format!(
             "[MEMORY], PageCacheDroppedBeforeOpen(MiB), {}",
