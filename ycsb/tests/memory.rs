@@ -268,3 +268,90 @@ fn the_drivers_histograms_are_counted_and_left_out_of_the_engines_figure() {
         "left out of the engine's figure: used {used}, histograms {h32}, rss {rss}, driver {driver}"
     );
 }
+
+/// RocksDB at 64 requests in flight through the thread pool: its allocator keeps about
+/// half as much again as its block cache holds, and the memory governor resizes the
+/// cache so that the measured figure stays within the budget. The run records the
+/// capacity per second and what the governor did per phase; with the governor off the
+/// cache keeps RocksDB's own share and nothing is recorded.
+#[test]
+fn rocksdb_at_64_in_flight_is_governed_to_its_budget_as_measured() {
+    let t = Tmp::new("mem-govern");
+    let run = |governor: &str, name: &str| {
+        let out = t.s(name);
+        let o = ycsb(&[
+            "run",
+            "-w",
+            "A",
+            "--engine",
+            "rocksdb",
+            "--load",
+            "--fresh",
+            "--data",
+            &t.s("d"),
+            "--quiet",
+            "-p",
+            "recordcount=150000",
+            "-p",
+            "operationcount=0",
+            "--duration",
+            "8",
+            "--warmup",
+            "auto",
+            "--warmup-max",
+            "8",
+            "--qd",
+            "64",
+            "--memory",
+            "48M",
+            "--memory-limit",
+            "none",
+            "--memory-governor",
+            governor,
+            "--out",
+            &out,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json(&out)
+    };
+    let r = run("on", "on.json");
+    let open = phase(&r, "load")["memory"]["governor"]["open_bytes"]
+        .as_u64()
+        .unwrap();
+    // RocksDB's own share is 7/8 of the budget; the governor starts it at half
+    assert_eq!(open, (48 << 20) - (48 << 20) / 8);
+    assert_eq!(
+        phase(&r, "load")["memory"]["governor"]["start_bytes"].as_u64(),
+        Some(open / 2)
+    );
+    let run_phase = phase(&r, "run");
+    let m = &run_phase["memory"];
+    let ratio = m["used_over_budget"].as_f64().unwrap();
+    assert!(
+        ratio <= 1.10,
+        "governed RocksDB held {ratio:.2} of its budget: {m}"
+    );
+    let g = &m["governor"];
+    let cap = g["end_bytes"].as_u64().unwrap();
+    assert!(cap >= open / 16 && cap <= open, "{g}");
+    // each second's capacity is the engine's own report of it
+    let timeline = run_phase["timeline"].as_array().unwrap();
+    assert!(!timeline.is_empty());
+    assert!(
+        timeline
+            .iter()
+            .all(|s| s["cache_capacity_bytes"].as_u64().is_some()),
+        "every sample records the capacity"
+    );
+    let capacity = &run_phase["counters_after"]["block_cache_capacity_bytes"];
+    assert_eq!(capacity.as_u64(), Some(cap), "{g}");
+
+    let off = run("off", "off.json");
+    let m = &phase(&off, "run")["memory"];
+    assert!(m.get("governor").is_none(), "{m}");
+    assert_eq!(
+        phase(&off, "run")["counters_after"]["block_cache_capacity_bytes"].as_u64(),
+        Some(open),
+        "ungoverned, the cache keeps RocksDB's share"
+    );
+}

@@ -72,10 +72,10 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
             wipe_engine_dir(t.engine, d)?;
         }
     }
-    // the driver's threads: client threads, or at --qd up to one pool thread per
+    // the driver's threads: client threads, and at --qd up to one pool thread per
     // request in flight (engines without a native asynchronous path)
-    let threads = s.drive.threads.max(s.drive.queue_depth.unwrap_or(0));
-    let (driver_rss, evicted, limit) = before_open(t, &dirs, driver_room(threads))?;
+    let room = driver_room(s.drive.threads, s.drive.queue_depth.unwrap_or(0));
+    let (driver_rss, evicted, limit) = before_open(t, &dirs, room)?;
     let started = unix_now();
     let t_open = std::time::Instant::now();
     let engine: Arc<dyn Engine> = engines::open(t.engine, &opts)?;
