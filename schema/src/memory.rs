@@ -57,9 +57,12 @@ pub struct MemoryUse {
     pub peak_page_cache_bytes: u64,
     /// The same at the end of the phase.
     pub end_page_cache_bytes: u64,
-    /// What the budget is checked against: the peak of (resident memory - the driver's
-    /// own at engine open - the driver's histograms) plus the peak page cache of the
-    /// engine's files.
+    /// What the budget is checked against: the peak over the phase of the resident
+    /// memory less the driver's own at engine open and the driver's histograms, plus
+    /// the page cache of the engine's files, at one moment: from the per-second
+    /// samples, and from `VmHWM` with the least page cache of the phase. Files of builds
+    /// up to 7e0a19a added the peak page cache to the peak resident memory, wherever
+    /// each was seen.
     pub peak_used_bytes: u64,
     /// The peak bytes of the driver's latency histograms over the phase (they grow with
     /// its client threads): the driver's, left out of `peak_used_bytes`. Written only

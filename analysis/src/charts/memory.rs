@@ -38,6 +38,18 @@ pub(crate) fn has_samples(g: &Group) -> bool {
     })
 }
 
+/// Whether the driver's memory governor resized an engine's cache in any result of the
+/// group.
+fn governed(g: &Group) -> bool {
+    g.runs.iter().any(|e| {
+        e.run
+            .phases
+            .iter()
+            .flat_map(|p| &p.timeline)
+            .any(|s| s.cache_capacity_bytes.is_some())
+    })
+}
+
 /// One sampling interval, on the time axis of the whole run (phases one after another).
 struct Point {
     t: f64,
@@ -45,6 +57,8 @@ struct Point {
     cache: Option<f64>,
     engine: Option<f64>,
     cgroup: Option<f64>,
+    /// The cache capacity the driver's memory governor set (governed engines only).
+    capacity: Option<f64>,
     hit: Option<f64>,
 }
 
@@ -72,6 +86,7 @@ fn track(r: &RunFile) -> Track {
                 cache: s.page_cache_bytes.map(|b| b as f64),
                 engine: s.engine_memory_bytes.filter(|b| *b > 0).map(|b| b as f64),
                 cgroup: s.cgroup_bytes.map(|b| b as f64),
+                capacity: s.cache_capacity_bytes.map(|b| b as f64),
                 hit: s.cache_hit_ratio.map(|h| h * 100.0),
             });
         }
@@ -153,6 +168,13 @@ impl Chart for Memory<'_> {
              another. Right: the engine's cache hit ratio per interval, where it counts hits.",
             OVER_BUDGET * 100.0
         ));
+        if governed(self.group) {
+            cap.push(
+                "Dotted: the cache capacity the driver's memory governor set, for an engine \
+                 whose cache it resizes to hold the measured memory within the budget."
+                    .to_string(),
+            );
+        }
         let body = frame(
             root,
             &format!("{}: memory over time, {}", self.ds.title, self.group.label),
@@ -238,7 +260,7 @@ impl Memory<'_> {
         let top = tr
             .points
             .iter()
-            .flat_map(|p| [p.used, p.cache, p.engine, p.cgroup])
+            .flat_map(|p| [p.used, p.cache, p.engine, p.cgroup, p.capacity])
             .flatten()
             .chain(r.memory.budget_bytes.map(|b| b as f64 * OVER_BUDGET))
             .fold(1024.0 * 1024.0, f64::max);
@@ -328,6 +350,21 @@ impl Memory<'_> {
                 .draw_series(LineSeries::new(own, colour.mix(0.55).stroke_width(1)))
                 .map_err(de)?;
             legend.push(("engine's own accounting".to_string(), Swatch::Line(GREY)));
+        }
+        let capacity = series(|p| p.capacity);
+        if !capacity.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    capacity,
+                    2,
+                    3,
+                    colour.mix(0.8).stroke_width(1),
+                ))
+                .map_err(de)?;
+            legend.push((
+                "cache capacity (governed)".to_string(),
+                Swatch::Dashed(GREY),
+            ));
         }
         let cg = series(|p| p.cgroup);
         if !cg.is_empty() {

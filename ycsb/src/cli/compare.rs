@@ -193,9 +193,11 @@ fn print_table(
     reports: &[RunFile],
     spread: &[(f64, f64)],
 ) {
+    // an engine that never opened (killed at its limit, refused) promises nothing
+    let promised = |r: &&RunFile| r.engine.name != "null" && !r.engine.durability.is_empty();
     let classes: std::collections::BTreeSet<&str> = reports
         .iter()
-        .filter(|r| r.engine.name != "null")
+        .filter(promised)
         .map(|r| r.engine.durability.as_str())
         .collect();
     println!(
@@ -219,6 +221,7 @@ fn print_table(
     if classes.len() > 1 {
         let list: Vec<String> = reports
             .iter()
+            .filter(promised)
             .map(|r| format!("{}={}", r.engine.name, r.engine.durability))
             .collect();
         println!(

@@ -11,8 +11,10 @@
 //! guess at a ratio that changes with the workload and the item size; the governor
 //! measures instead, each second, the figure the budget is checked against (resident
 //! memory less the driver's own, plus the page cache of the engine's files) and moves
-//! the cache's capacity to keep it at 95% of the budget: the engine pays for its
-//! allocator's overhead with cache, as a deployment with a memory limit would.
+//! the cache's capacity to keep it at 92% of the budget (the samples are a second
+//! apart, and compactions and the WAL's page cache come and go between them): the
+//! engine pays for its allocator's overhead with cache, as a deployment with a memory
+//! limit would.
 //!
 //! Resident memory follows the allocator's high-water mark, not the cache: glibc kept
 //! 30 MiB resident for 8 MiB of live C++ heap once RocksDB's cache had filled and been
@@ -20,12 +22,12 @@
 //! approaches the budget from below: the engine starts with half the capacity its own
 //! rule gives, and the cache grows only while the measured memory leaves room.
 //!
-//! The rule, each sample: above 98% of the budget, shrink by the excess over 95% (at once:
+//! The rule, each sample: above 96% of the budget, shrink by the excess over 92% (at once:
 //! the next seconds' allocations must find room); since resident memory falls only as
 //! freed holes are reused or returned, shrink again only if the memory kept growing
-//! since the last shrink or five samples went by; below 87.5% of the budget, with the
+//! since the last shrink or five samples went by; below 83% of the budget, with the
 //! cache full (its gauges within a tenth of the capacity) and two samples after the
-//! last growth, grow by half the gap to 95%, never beyond the capacity the engine
+//! last growth, grow by half the gap to 92%, never beyond the capacity the engine
 //! opened with. The capacity never goes below a
 //! sixteenth of that. After a shrink, glibc's free memory is handed back
 //! (`malloc_trim`), since RocksDB's and WiredTiger's C and C++ code allocate with it.
@@ -96,9 +98,9 @@ impl Governor {
     /// the new capacity to set, if it changes.
     pub fn step(&mut self, used: u64, filled: Option<u64>) -> Option<u64> {
         self.samples += 1;
-        let target = self.budget - self.budget / 20;
-        let high = self.budget - self.budget / 50;
-        let low = self.budget - self.budget / 8;
+        let target = self.budget - self.budget / 12;
+        let high = self.budget - self.budget / 25;
+        let low = self.budget - self.budget / 6;
         let new = if used > high {
             if let Some((was, at)) = self.shrunk
                 && used <= was
@@ -157,11 +159,11 @@ mod tests {
     }
 
     #[test]
-    fn near_the_budget_it_shrinks_by_the_excess_over_95_percent() {
+    fn near_the_budget_it_shrinks_by_the_excess_over_92_percent() {
         let mut g = Governor::new(100 * MIB, 88 * MIB);
         assert_eq!(g.step(90 * MIB, Some(44 * MIB)), None, "within: no change");
         let new = g.step(130 * MIB, Some(44 * MIB)).expect("over: shrinks");
-        assert_eq!(new, 44 * MIB - (130 * MIB - (100 * MIB - 100 * MIB / 20)));
+        assert_eq!(new, 44 * MIB - (130 * MIB - (100 * MIB - 100 * MIB / 12)));
         assert_eq!(g.capacity(), new);
         assert_eq!(g.phase().adjustments, 1);
     }

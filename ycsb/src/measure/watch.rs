@@ -137,10 +137,24 @@ pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64, histograms: u64
         .max()
         .unwrap_or(0);
     let peak_rss = rss.iter().copied().chain([peak_rss]).max().unwrap_or(0);
-    let peak_used = peak_rss
-        .saturating_sub(w.driver_rss)
-        .saturating_sub(histograms)
-        + peak_pc;
+    let engine_rss = |r: u64| r.saturating_sub(w.driver_rss).saturating_sub(histograms);
+    // The peak of resident memory plus page cache at one moment: each sample's sum, and
+    // `VmHWM` (a peak between samples) with the least page cache the phase held, which
+    // it held at every moment. Adding the two peaks would count a page cache that comes
+    // and goes (RocksDB's WAL, written through it, 2 to 21 MiB within seconds) on top
+    // of a resident peak it never met.
+    let least_pc = timeline
+        .iter()
+        .filter_map(|s| s.page_cache_bytes)
+        .chain([end_pc])
+        .min()
+        .unwrap_or(0);
+    let sampled = timeline
+        .iter()
+        .filter_map(|s| Some(engine_rss(s.rss_bytes?) + s.page_cache_bytes.unwrap_or(0)))
+        .max()
+        .unwrap_or(0);
+    let peak_used = sampled.max(engine_rss(peak_rss) + least_pc);
     MemoryUse {
         peak_rss_bytes: peak_rss,
         mean_rss_bytes: if rss.is_empty() {
