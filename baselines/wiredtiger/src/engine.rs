@@ -12,7 +12,13 @@ pub struct WiredTigerEngine {
     sessions: Sessions,
     info: EngineInfo,
     trimmer: Trimmer,
+    /// `cache_size` now: set at open, changed by the driver's memory governor
+    /// (`Engine::set_cache_capacity`).
+    capacity: std::sync::atomic::AtomicU64,
 }
+
+/// WiredTiger's smallest `cache_size`.
+const MIN_CACHE: u64 = 1 << 20;
 
 /// A thread that trims the C heap once a second while the engine is open (see
 /// `ffi::heap`).
@@ -71,6 +77,7 @@ impl WiredTigerEngine {
             sessions: Sessions::new(conn, cfg.home.clone()),
             info,
             trimmer: Trimmer::start()?,
+            capacity: std::sync::atomic::AtomicU64::new(cfg.cache_bytes),
         })
     }
 
@@ -168,6 +175,20 @@ impl Engine for WiredTigerEngine {
     fn close(&self) -> Result<()> {
         self.trimmer.stop();
         self.sessions.close()
+    }
+
+    fn cache_capacity(&self) -> Option<u64> {
+        Some(self.capacity.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// `WT_CONNECTION::reconfigure("cache_size=N")`, at least WiredTiger's 1 MiB; a
+    /// smaller cache makes its eviction threads write and drop pages down to it.
+    fn set_cache_capacity(&self, bytes: u64) -> Result<()> {
+        let bytes = bytes.max(MIN_CACHE);
+        self.sessions.reconfigure(&format!("cache_size={bytes}"))?;
+        self.capacity
+            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 }
 

@@ -121,6 +121,16 @@ impl Sessions {
         error::map(what, &self.home, e)
     }
 
+    /// `WT_CONNECTION::reconfigure` on the open connection.
+    pub(crate) fn reconfigure(&self, config: &str) -> Result<()> {
+        let state = lock(&self.state, "the WiredTiger session registry")?;
+        let Some(conn) = state.conn.as_ref() else {
+            return Err(Error::Closed);
+        };
+        conn.reconfigure(config)
+            .map_err(|e| self.map(&format!("reconfigure({config})"), e))
+    }
+
     /// Opens a session for this thread and records it in both lists.
     fn new_slot(&self) -> Result<Arc<Slot>> {
         let mut state = lock(&self.state, "the WiredTiger session registry")?;

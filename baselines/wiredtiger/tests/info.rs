@@ -211,3 +211,40 @@ fn counters_move_with_the_data() {
         "after close: nothing to report"
     );
 }
+
+/// The driver's memory governor resizes WiredTiger's cache on the open connection: the
+/// capacity it reports, and WiredTiger's own "maximum bytes configured", follow; below
+/// WiredTiger's 1 MiB smallest cache it holds 1 MiB; a closed engine refuses.
+#[test]
+fn its_cache_can_be_resized_while_open() {
+    let d = TempDir::new("wt-resize");
+    let e = open_with(d.path(), &[]);
+    let max = |e: &Arc<dyn Engine>| {
+        e.counters()
+            .extra
+            .iter()
+            .find(|(k, _)| k == "cache_bytes_max")
+            .map(|(_, v)| *v)
+    };
+    assert_eq!(e.cache_capacity(), Some(4 << 20));
+    assert_eq!(max(&e), Some(4 << 20));
+    for k in 0..200u32 {
+        e.insert(format!("k{k:05}").as_bytes(), &value(k as u64, 900))
+            .unwrap();
+    }
+    e.set_cache_capacity(2 << 20).unwrap();
+    assert_eq!(e.cache_capacity(), Some(2 << 20));
+    assert_eq!(max(&e), Some(2 << 20), "WiredTiger's own figure follows");
+    e.set_cache_capacity(1000).unwrap();
+    assert_eq!(e.cache_capacity(), Some(1 << 20), "no smaller than 1 MiB");
+    assert_eq!(max(&e), Some(1 << 20));
+    // the data is all there after the shrink
+    for k in 0..200u32 {
+        assert_eq!(
+            e.get(format!("k{k:05}").as_bytes()).unwrap(),
+            Some(value(k as u64, 900))
+        );
+    }
+    e.close().unwrap();
+    assert!(e.set_cache_capacity(4 << 20).is_err(), "closed: refused");
+}

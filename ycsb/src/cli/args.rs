@@ -60,7 +60,7 @@ pub(super) struct DriveArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub(super) memory_limit: super::memory::LimitMode,
     /// Under --memory, resize the cache of an engine that can resize it (RocksDB's
-    /// block cache) each second so that its measured memory stays within the budget:
+    /// block cache, WiredTiger's cache) each second so that its measured memory stays within the budget:
     /// on (the default) or off (the engine's cache keeps the share its own rule gives
     /// it, and its allocator's overhead may take it over budget).
     #[arg(long, value_enum, default_value = "on")]

@@ -128,6 +128,22 @@ impl Connection {
         }
     }
 
+    /// `WT_CONNECTION::reconfigure(config)`, for the settings WiredTiger can change on
+    /// an open connection (`cache_size=<bytes>`).
+    pub(crate) fn reconfigure(&self, config: &str) -> Result<(), WtError> {
+        let config_c = cstring("the configuration", config.as_bytes())?;
+        let c = self.inner.conn.as_ptr();
+        let _ = take_messages();
+        // SAFETY: the connection is open (`self` holds it, and only `close`, which
+        // takes `self`, closes it); the handle may be used from any thread; the string
+        // is NUL-terminated and outlives the call.
+        let rc = match unsafe { (*c).reconfigure } {
+            Some(reconfigure) => unsafe { reconfigure(c, config_c.as_ptr()) },
+            None => WT_ERROR,
+        };
+        check(rc, None)
+    }
+
     pub(super) fn inner(&self) -> &Arc<ConnInner> {
         &self.inner
     }
