@@ -29,6 +29,13 @@ pub struct Watch {
 }
 
 impl Watch {
+    /// The engine's share of a resident memory reading: less the driver's RSS before
+    /// the open and `histograms`, the driver's histogram bytes.
+    fn engine_rss(&self, rss: u64, histograms: u64) -> u64 {
+        rss.saturating_sub(self.driver_rss)
+            .saturating_sub(histograms)
+    }
+
     /// A governor for `engine` under `budget`, if its cache can be resized.
     pub fn governor_for(engine: &dyn Engine, budget: Option<u64>) -> Option<Mutex<Governor>> {
         let budget = budget.filter(|b| *b > 0)?;
@@ -87,15 +94,12 @@ impl Reader {
         s.engine_memory_bytes = Some(mem);
         if let (Some(g), Some(rss)) = (&w.governor, s.rss_bytes) {
             // the figure the budget is checked against, now (see `memory_use`)
-            let used = rss
-                .saturating_sub(w.driver_rss)
-                .saturating_sub(histogram_bytes())
-                + s.page_cache_bytes.unwrap_or(0);
+            let used = w.engine_rss(rss, histogram_bytes()) + s.page_cache_bytes.unwrap_or(0);
             let mut g = kvapi::sync::lock_handoff(g);
+            let before = g.capacity();
             if let Some(new) = g.step(used, Some(mem)) {
-                let before = w.engine.cache_capacity();
                 // an engine that refuses keeps its capacity (reported as it is)
-                if w.engine.set_cache_capacity(new).is_ok() && before.is_some_and(|b| new < b) {
+                if w.engine.set_cache_capacity(new).is_ok() && new < before {
                     trim_c_heap();
                 }
             }
@@ -137,7 +141,7 @@ pub fn memory_use(w: &Watch, timeline: &[Sample], peak_rss: u64, histograms: u64
         .max()
         .unwrap_or(0);
     let peak_rss = rss.iter().copied().chain([peak_rss]).max().unwrap_or(0);
-    let engine_rss = |r: u64| r.saturating_sub(w.driver_rss).saturating_sub(histograms);
+    let engine_rss = |r: u64| w.engine_rss(r, histograms);
     // The peak of resident memory plus page cache at one moment: each sample's sum, and
     // `VmHWM` (a peak between samples) with the least page cache the phase held, which
     // it held at every moment. Adding the two peaks would count a page cache that comes
