@@ -269,7 +269,9 @@ fn the_drivers_histograms_are_counted_and_left_out_of_the_engines_figure() {
     );
 }
 
-/// RocksDB at 64 requests in flight through the thread pool: its allocator keeps about
+/// RocksDB at 64 requests in flight through the thread pool (300K x 1 KiB into 96 MiB:
+/// at 150K into 48 MiB what RocksDB holds outside its cache reached 1.20 of the budget
+/// with the cache at its floor in one CI run): its allocator keeps about
 /// half as much again as its block cache holds, and the memory governor resizes the
 /// cache so that the measured figure stays within the budget. The run records the
 /// capacity per second and what the governor did per phase; with the governor off the
@@ -291,7 +293,7 @@ fn rocksdb_at_64_in_flight_is_governed_to_its_budget_as_measured() {
             &t.s("d"),
             "--quiet",
             "-p",
-            "recordcount=150000",
+            "recordcount=300000",
             "-p",
             "operationcount=0",
             "--duration",
@@ -303,7 +305,7 @@ fn rocksdb_at_64_in_flight_is_governed_to_its_budget_as_measured() {
             "--qd",
             "64",
             "--memory",
-            "48M",
+            "96M",
             "--memory-limit",
             "none",
             "--memory-governor",
@@ -319,7 +321,7 @@ fn rocksdb_at_64_in_flight_is_governed_to_its_budget_as_measured() {
         .as_u64()
         .unwrap();
     // RocksDB's own share is 7/8 of the budget; the governor starts it at half
-    assert_eq!(open, (48 << 20) - (48 << 20) / 8);
+    assert_eq!(open, (96 << 20) - (96 << 20) / 8);
     assert_eq!(
         phase(&r, "load")["memory"]["governor"]["start_bytes"].as_u64(),
         Some(open / 2)
