@@ -14,6 +14,8 @@
 use kvapi::{Engine, Error};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk, slab};
 use kvtestkit::conformance::TempDir;
+use kvtestkit::faults::{Tally, write_result};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,6 +42,23 @@ fn kill(e: Arc<Kvell>, disk: &SimDisk) {
     let _ = e.close();
     drop(e);
     disk.restart();
+}
+
+/// One row of the fault matrix (results/durability/faults.jsonl): `intact` cases
+/// opened with every acknowledged item (a repair counted and described where there
+/// was one), `refused` ones were Corruption naming the file.
+fn row(fault: &str, cases: usize, intact: usize, refused: usize) {
+    let mut t = BTreeMap::new();
+    t.insert(
+        fault.to_string(),
+        Tally {
+            cases,
+            intact,
+            refused,
+            ..Tally::default()
+        },
+    );
+    write_result("kvell", "kvell-unclean-shutdown", &t);
 }
 
 fn extra(e: &Kvell, name: &str) -> u64 {
@@ -96,6 +115,12 @@ fn a_damaged_item_untouched_by_the_last_writer_is_refused_not_freed() {
     assert_eq!(e.get(b"c").unwrap().as_deref(), Some(&b"3"[..]));
     assert_eq!(extra(&e, "recovery_torn_items"), 0);
     e.close().unwrap();
+    row(
+        "item damaged, untouched by the last writer (refused)",
+        2,
+        0,
+        2,
+    );
 }
 
 /// A write that crosses a sector boundary, failing its checksum after a kill: on a
@@ -143,6 +168,12 @@ fn a_checksum_failure_across_a_sector_is_a_counted_repair_only_if_sectors_tear()
     assert_eq!(extra(&e, "recovery_torn_items"), 0);
     assert_eq!(e.scan(b"", usize::MAX).unwrap().len(), 5);
     e.close().unwrap();
+    row(
+        "item torn across a sector (refused at 4 KiB atomic, counted repair at 512 B)",
+        2,
+        1,
+        1,
+    );
 }
 
 /// A slab cut at a page boundary after a kill: the record's length (it grew to 2 MiB)
@@ -192,6 +223,7 @@ fn a_slab_cut_at_a_page_after_a_kill_is_refused() {
     let e = Kvell::open(config(d.path(), &disk, 4096)).unwrap();
     assert_eq!(e.counters().items, Some(12_000));
     e.close().unwrap();
+    row("slab truncated at a page boundary (refused)", 3, 0, 3);
 }
 
 /// A zeroed page below a slab's end after a kill reads as never-written slots: an
@@ -223,6 +255,12 @@ fn a_zeroed_page_after_a_kill_is_a_counted_reported_repair() {
         "{notes:?}"
     );
     e.close().unwrap();
+    row(
+        "page zeroed below a slab's end (40 slots: counted, described repair)",
+        1,
+        1,
+        0,
+    );
 }
 
 /// A clean-shutdown record of the first version ("KVCLEAN1", no lengths) written by

@@ -45,6 +45,10 @@ pub struct RunFile {
     #[serde(default, skip_serializing_if = "MemoryBound::is_unset")]
     pub memory: MemoryBound,
     pub phases: Vec<Phase>,
+    /// Why the engine's close failed (a full disk, a failed final sync), when it did:
+    /// the phases stand as measured, and the command failed after writing them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_error: Option<String>,
 }
 
 impl RunFile {

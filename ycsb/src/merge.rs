@@ -314,6 +314,7 @@ mod tests {
             driving: Default::default(),
             memory: Default::default(),
             phases: vec![p],
+            close_error: None,
         }
     }
 

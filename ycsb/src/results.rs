@@ -117,5 +117,6 @@ pub fn stub_run(engine: &str, note: &str) -> kvtb_schema::RunFile {
         driving: Default::default(),
         memory: Default::default(),
         phases: vec![],
+        close_error: None,
     }
 }

@@ -1,6 +1,7 @@
 //! Every engine of the build loads into a small file system until it is full: `ycsb`
-//! must say what failed and exit non-zero, without a panic. Needs root (a loop mount);
-//! skipped with the reason printed otherwise.
+//! must say what failed and exit non-zero, without a panic, and still write its
+//! result (the phase as measured, and the close's failure where the close failed).
+//! Needs root (a loop mount); skipped with the reason printed otherwise.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,8 +20,11 @@ fn every_engine_reports_a_full_disk_and_exits_non_zero() {
         Ok(fs) => fs,
         Err(why) => return eprintln!("SKIP full-disk test: {why}"),
     };
+    let outs = std::env::temp_dir().join(format!("kvtb-full-disk-{}", std::process::id()));
+    std::fs::create_dir_all(&outs).unwrap();
     for engine in engines() {
         let data = fs.path().join(engine);
+        let out = outs.join(format!("{engine}.json"));
         let mut args = vec![
             "load".to_string(),
             "-w".into(),
@@ -34,6 +38,8 @@ fn every_engine_reports_a_full_disk_and_exits_non_zero() {
             "-p".into(),
             "fieldlength=1000".into(),
             "--quiet".into(),
+            "--out".into(),
+            out.display().to_string(),
         ];
         if engine == "wal" {
             args.extend(["-p".into(), "wal.log_size=4M".into()]);
@@ -56,6 +62,17 @@ fn every_engine_reports_a_full_disk_and_exits_non_zero() {
             err.contains("No space left on device") || err.contains("space"),
             "{engine}: the error does not say the disk is full: {err}"
         );
+        let written = std::fs::read_to_string(&out)
+            .unwrap_or_else(|e| panic!("{engine}: no result written on a full disk: {e}"));
+        let r: serde_json::Value = serde_json::from_str(&written).unwrap();
+        let load = &r["phases"][0];
+        assert_eq!(load["phase"], "load", "{engine}: {written}");
+        assert!(
+            load["errors"].as_u64().unwrap() > 0,
+            "{engine}: no failed operation"
+        );
+        eprintln!("{engine}: close_error {}", r["close_error"]);
         std::fs::remove_dir_all(&data).unwrap();
     }
+    std::fs::remove_dir_all(&outs).unwrap();
 }

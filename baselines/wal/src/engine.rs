@@ -37,6 +37,8 @@ pub struct WalEngine {
     writer: Writer,
     /// Why the last replay stopped, for the notes.
     replay_stop: String,
+    /// Why this open serves reads only: its checkpoint found no space on the device.
+    read_only: Option<String>,
     /// Hand-off slots: the threads' join handles and the directory claim.
     threads: Mutex<Vec<JoinHandle<()>>>,
     lock: Mutex<Option<DirLock>>,
@@ -107,8 +109,15 @@ impl WalEngine {
         // Checkpoint what replay changed and write the header with the new
         // generation before any new transaction: from here on, blocks left by earlier
         // opens can never pass for transactions of this one.
+        // On a full device the checkpoint cannot grow the meta file: the engine then
+        // opens for reads only (the log was not touched, so the next open replays
+        // the same state; nothing acknowledged is lost) instead of refusing to open.
         let t3 = Instant::now();
-        checkpointer.run(true)?;
+        let read_only = match checkpointer.run(true) {
+            Ok(()) => None,
+            Err(e) if checkpointer.out_of_space() => Some(e.to_string()),
+            Err(e) => return Err(e),
+        };
         stats.set_us_since(Stat::OpenCheckpointUs, t3);
         stats.set_us_since(Stat::ReplayUs, t0);
         let threads = vec![
@@ -149,6 +158,7 @@ impl WalEngine {
             reader,
             writer,
             replay_stop: o.replay_stop,
+            read_only,
             threads: Mutex::new(threads),
             lock: Mutex::new(None),
         }))
@@ -239,6 +249,12 @@ impl Engine for WalEngine {
                 Err(e) => format!("meta image size unknown: {e}"),
             },
             format!("last replay: {}", self.replay_stop),
+            match &self.read_only {
+                Some(why) => {
+                    format!("opened for reads only: the open checkpoint could not write ({why})")
+                }
+                None => "opened for reads and writes".to_string(),
+            },
             "large values are read from the data file with pread through the OS page cache \
              (no direct I/O, no own cache): those pages are bounded only by the driver's \
              memory cgroup"
@@ -327,6 +343,12 @@ impl Engine for WalEngine {
 
     fn close(&self) -> Result<()> {
         if self.store.close() {
+            return Ok(());
+        }
+        if self.read_only.is_some() {
+            // Nothing was written since the open: the files are as open found them.
+            self.stop_threads();
+            lock_handoff(&self.lock).take();
             return Ok(());
         }
         // Writers that passed the closed check finish; then a last checkpoint.

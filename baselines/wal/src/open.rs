@@ -43,6 +43,9 @@ pub struct Opened {
     pub replay_stop: String,
 }
 
+/// The longest `meta` file an interrupted creation can leave: its superblock page.
+const CREATION_META: u64 = BLOCK as u64;
+
 fn ioe(what: &str) -> impl FnOnce(std::io::Error) -> Error {
     let what = what.to_string();
     move |e| Error::io(what, e)
@@ -93,27 +96,114 @@ pub fn open_files(vfs: &dyn Vfs, cfg: &Config, stats: &Stats, t0: Instant) -> Re
         detail,
     })?;
     match header {
-        None => create(files, cfg),
-        Some(h) => load(files, h, cfg, stats, t0),
+        None => create(vfs, files, cfg, stats),
+        Some(h) => {
+            check_wal_length(files.wal.as_ref(), &h, &cfg.dir.join("wal"))?;
+            load(files, h, cfg, stats, t0)
+        }
     }
 }
 
-/// Creates a database: the meta superblock first, then the header, whose presence
-/// marks the database as created.
-fn create(files: OpenFiles, cfg: &Config) -> Result<Opened> {
-    let (wal, meta) = (files.wal.as_ref(), files.meta.as_ref());
-    // A zero header over a meta file that holds pages is a damaged database, not a
-    // new one: creating would overwrite it.
-    let meta_len = meta.len().map_err(ioe("reading the meta file"))?;
-    if meta_len > 0 {
+/// The WAL is written whole at creation and never resized: a file shorter than its
+/// header's log (truncated after a crash, or by hand) has lost log blocks, and
+/// replaying what is left would revert acknowledged writes without a word.
+fn check_wal_length(wal: &dyn Storage, h: &WalHeader, path: &Path) -> Result<()> {
+    let len = wal.len().map_err(ioe("reading the WAL's length"))?;
+    let want = (h.log_blocks as u64 + 1) * BLOCK as u64;
+    if len < want {
         return Err(Error::Corruption {
-            file: cfg.dir.join("wal"),
-            offset: 0,
+            file: path.to_path_buf(),
+            offset: len,
             detail: format!(
-                "the WAL header is missing (zero) but the meta file holds \
-                 {meta_len} bytes: refusing to create a database over it"
+                "the WAL is {len} bytes but its header describes a log of {} blocks \
+                 ({want} bytes): the file was truncated, and replaying what is left would \
+                 lose acknowledged writes; refusing to open",
+                h.log_blocks
             ),
         });
+    }
+    Ok(())
+}
+
+/// Whether the files are what a creation killed before its header write leaves: a
+/// `meta` file of at most the superblock (whole and pristine, torn, or zero), an
+/// empty `data` file and a log that is all zeros (nothing was ever logged, so nothing
+/// was acknowledged). `Err` says what rules it out.
+fn interrupted_creation(files: &OpenFiles, meta_len: u64) -> std::result::Result<(), String> {
+    if meta_len > CREATION_META {
+        return Err(format!(
+            "holds more than a creation writes ({CREATION_META} bytes)"
+        ));
+    }
+    let data_len = files
+        .data
+        .len()
+        .map_err(|e| format!("the data file cannot be read: {e}"))?;
+    if data_len > 0 {
+        return Err(format!("the data file holds {data_len} bytes"));
+    }
+    let mut page = vec![0u8; BLOCK];
+    files
+        .meta
+        .read_at(&mut page, 0)
+        .map_err(|e| format!("the meta file cannot be read: {e}"))?;
+    if unseal(&mut page, 0) {
+        let pool = crate::format::rd_u32(&page, 8);
+        if page[..] != *Image::new(pool).page(0) {
+            return Err("its superblock is not a new database's".into());
+        }
+    }
+    let wal_len = files
+        .wal
+        .len()
+        .map_err(|e| format!("the WAL cannot be read: {e}"))?;
+    let mut buf = vec![0u8; 256 * BLOCK];
+    let mut off = BLOCK as u64;
+    while off < wal_len {
+        let k = (wal_len - off).min(buf.len() as u64) as usize;
+        files
+            .wal
+            .read_at(&mut buf[..k], off)
+            .map_err(|e| format!("the WAL cannot be read: {e}"))?;
+        if let Some(i) = buf[..k].iter().position(|&b| b != 0) {
+            return Err(format!(
+                "the WAL holds log data (a non-zero byte at {})",
+                off + i as u64
+            ));
+        }
+        off += k as u64;
+    }
+    Ok(())
+}
+
+/// Creates a database: the meta superblock first, the names made durable, then the
+/// header, whose presence marks the database as created. A creation killed before its
+/// header write is redone (nothing can have been acknowledged) and counted.
+fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Result<Opened> {
+    let (wal, meta) = (files.wal.as_ref(), files.meta.as_ref());
+    // A zero header over a meta file that holds pages is a damaged database, not a
+    // new one: creating would overwrite it. Only what an interrupted creation
+    // leaves is created again.
+    let meta_len = meta.len().map_err(ioe("reading the meta file"))?;
+    let mut stop = "created".to_string();
+    if meta_len > 0 {
+        if let Err(why) = interrupted_creation(&files, meta_len) {
+            return Err(Error::Corruption {
+                file: cfg.dir.join("wal"),
+                offset: 0,
+                detail: format!(
+                    "the WAL header is missing (zero) but the meta file holds \
+                     {meta_len} bytes and {why}: not a creation that was interrupted; \
+                     refusing to create a database over it"
+                ),
+            });
+        }
+        stats.add(Stat::CreationsRedone, 1);
+        stop = format!(
+            "created again: an earlier creation was interrupted before its WAL header \
+             was written (meta file of {meta_len} bytes, empty log and data file; nothing \
+             had been acknowledged)"
+        );
     }
     let n = cfg.log_size / BLOCK as u64 - 1;
     let pool = pool_id();
@@ -123,6 +213,9 @@ fn create(files: OpenFiles, cfg: &Config) -> Result<Opened> {
     meta.write_at(&sb, 0)
         .and_then(|()| meta.sync())
         .map_err(ioe("creating the meta file"))?;
+    // The three names must outlive a power cut before the header says they exist.
+    vfs.sync_dir()
+        .map_err(ioe("syncing the database directory"))?;
     // Write the whole log once (zeros) so that later WAL writes overwrite allocated
     // blocks: a sync then has no file metadata to commit.
     wal.set_len((n + 1) * BLOCK as u64)
@@ -156,7 +249,7 @@ fn create(files: OpenFiles, cfg: &Config) -> Result<Opened> {
         generation: 1,
         head: start,
         tail: start,
-        replay_stop: "created".to_string(),
+        replay_stop: stop,
     })
 }
 

@@ -38,6 +38,8 @@ pub enum Stat {
     OpenRebuildUs,
     OpenCheckpointUs,
     ReplayedTxns,
+    /// Creations killed before their header write, found at open and redone.
+    CreationsRedone,
     /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
     /// writes them (0 between checkpoints).
     CheckpointCopyBytes,
@@ -46,7 +48,7 @@ pub enum Stat {
 const COUNT: usize = Stat::CheckpointCopyBytes as usize + 1;
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 16] = [
+const EXTRA: [(&str, Stat); 17] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -63,6 +65,7 @@ const EXTRA: [(&str, Stat); 16] = [
     ("open_rebuild_us", Stat::OpenRebuildUs),
     ("open_checkpoint_us", Stat::OpenCheckpointUs),
     ("replayed_txns", Stat::ReplayedTxns),
+    ("creations_redone", Stat::CreationsRedone),
 ];
 
 #[derive(Default)]

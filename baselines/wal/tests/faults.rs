@@ -400,6 +400,31 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     }
     let _ = e.close();
     drop(e);
+    // Reopened on the disk still full: it opens, with every acknowledged write; if
+    // its open checkpoint found no space it serves reads only, says so, refuses
+    // writes with the reason and closes cleanly.
+    let ro = WalEngine::open(c.clone()).unwrap();
+    for (k, v) in &acked {
+        assert_eq!(
+            ro.get(k).unwrap().as_ref(),
+            Some(v),
+            "reopened on a full disk"
+        );
+    }
+    let read_only = ro
+        .info()
+        .notes
+        .iter()
+        .any(|n| n.starts_with("opened for reads only"));
+    if read_only {
+        match ro.insert(b"more", b"x") {
+            Err(Error::Poisoned(m)) => assert!(m.contains("no space"), "{m}"),
+            other => panic!("a write to a read-only open: {other:?}"),
+        }
+    }
+    eprintln!("wal: reopened on the full disk, read-only: {read_only}");
+    ro.close().unwrap();
+    drop(ro);
     // Free some space, as an operator would, so the reopen can checkpoint.
     std::fs::remove_file(&reserve).unwrap();
     let e = WalEngine::open(c).unwrap();

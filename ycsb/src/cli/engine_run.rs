@@ -143,9 +143,14 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
             }
         }
     }
-    engine
-        .close()
-        .map_err(|e| Error::engine(format!("closing {}", t.engine), e))?;
+    // A close that fails (a full disk refusing the last checkpoint, a failed sync)
+    // does not take the measured phases with it: the result says why, and the
+    // command fails once it is written.
+    if let Err(e) = engine.close() {
+        let why = format!("closing {}: {e}", t.engine);
+        eprintln!("error: {why}");
+        report.close_error = Some(why);
+    }
     Ok(report)
 }
 
@@ -223,6 +228,7 @@ fn run_file(
         driving: drive,
         memory: MemoryBound::default(),
         phases: vec![],
+        close_error: None,
     }
 }
 

@@ -77,6 +77,11 @@ pub(super) fn recovery(a: &RecoveryArgs) -> Result<()> {
             run: false,
         },
     )?;
+    if let Some(why) = &load.close_error {
+        return Err(Error::failed(format!(
+            "the load's close failed, so there is no store to recover: {why}"
+        )));
+    }
     let exe = std::env::current_exe().map_err(|e| Error::io("locating ycsb", e))?;
     let mut child_args = vec!["run".to_string(), "--engine".into(), a.engine.clone()];
     child_args.extend(forward_args(&a.workload, &a.drive));

@@ -111,11 +111,21 @@ pub(super) fn phases(a: &PhaseArgs, load: bool, run: bool) -> Result<()> {
             a.engine
         )));
     }
+    let close = report
+        .close_error
+        .as_ref()
+        .map(|why| format!("; then its close failed: {why}"))
+        .unwrap_or_default();
     if fatal > 0 {
         return Err(Error::failed(format!(
             "the engine failed: {fatal} operations ended in IO_ERROR, POISONED, CORRUPTION or \
-             ERROR; the first: {}",
+             ERROR; the first: {}{close}",
             runner::first_error().unwrap_or("(no message)")
+        )));
+    }
+    if let Some(why) = &report.close_error {
+        return Err(Error::failed(format!(
+            "the engine's close failed (the phases are written as measured): {why}"
         )));
     }
     Ok(())
@@ -196,6 +206,11 @@ pub(super) fn replay(a: &RunArgs, file: &Path) -> Result<()> {
     if let Some(out) = &a.phase.out {
         write_json(out, &report)?;
         eprintln!("result written to {}", out.display());
+    }
+    if let Some(why) = &report.close_error {
+        return Err(Error::failed(format!(
+            "the engine's close failed (the phases are written as measured): {why}"
+        )));
     }
     Ok(())
 }

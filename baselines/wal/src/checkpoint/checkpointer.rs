@@ -13,6 +13,7 @@ use crate::store::Store;
 use kvapi::sync::wait_timeout_handoff;
 use kvapi::sync::{lock, lock_handoff};
 use kvapi::{Error, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,8 @@ pub struct Checkpointer {
     /// A hand-off slot of two flags (asked, stop): taken over if poisoned.
     request: Mutex<Request>,
     asked: Condvar,
+    /// Set when a checkpoint failed for want of space on the device.
+    out_of_space: AtomicBool,
 }
 
 impl Checkpointer {
@@ -67,7 +70,31 @@ impl Checkpointer {
             header: Mutex::new(header),
             request: Mutex::new(Request::default()),
             asked: Condvar::new(),
+            out_of_space: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a checkpoint failed because the device is full: the meta file could
+    /// not grow (the WAL is written whole at creation and never needs space).
+    pub fn out_of_space(&self) -> bool {
+        self.out_of_space.load(Ordering::SeqCst)
+    }
+
+    /// The engine's poisoning for a failed meta write or sync: a full device says so,
+    /// and what it means.
+    fn meta_failed(&self, what: &str, e: &std::io::Error) -> Error {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) {
+            self.out_of_space.store(true, Ordering::SeqCst);
+            return self.log.poison(format!(
+                "{what} failed: {e}: the device has no space for the checkpoint's meta \
+                 pages; writes are refused until the engine is reopened with free space \
+                 (everything acknowledged is in the WAL)"
+            ));
+        }
+        self.log.poison(format!("{what} failed: {e}"))
     }
 
     /// Asks the background thread for a checkpoint.
@@ -112,10 +139,10 @@ impl Checkpointer {
         }
         let bytes = match self.meta.write_pages(&pages) {
             Ok(b) => b,
-            Err(e) => return Err(self.log.poison(format!("meta write failed: {e}"))),
+            Err(e) => return Err(self.meta_failed("meta write", &e)),
         };
         if let Err(e) = self.meta.sync() {
-            return Err(self.log.poison(format!("meta sync failed: {e}")));
+            return Err(self.meta_failed("meta sync", &e));
         }
         self.stats.add(Stat::CheckpointBytes, bytes);
         let commit = self.log.complete()?;

@@ -27,6 +27,9 @@ impl Vfs for FileVfs {
         }
         Ok(Arc::new(FileStorage(o.open(self.dir.join(name))?)))
     }
+    fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
+    }
 }
 
 struct FileStorage(File);

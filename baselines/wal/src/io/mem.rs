@@ -1,6 +1,8 @@
 //! The crash-test file system: [`MemVfs`] keeps what was written apart from what is
 //! durable, so tests can build the files a crash would leave (torn writes included)
-//! and inject I/O failures.
+//! and inject I/O failures. As on a real disk after a power cut, a file's size change
+//! is durable only after the file's next sync, and a file created is there only after
+//! the directory's sync ([`Vfs::sync_dir`]).
 
 use super::storage::{Storage, Vfs};
 use kvapi::sync::lock_handoff;
@@ -9,8 +11,8 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Fault injection shared by the files of a [`MemVfs`]: every write, sync and set_len
-/// counts as one operation; operation number `fail_at` (0-based) and every later one
+/// Fault injection shared by the files of a [`MemVfs`]: every write, sync, set_len
+/// and directory sync counts as one operation; operation number `fail_at` (0-based) and every later one
 /// fail, as if the machine stopped there.
 #[derive(Default)]
 pub struct Faults {
@@ -18,6 +20,8 @@ pub struct Faults {
     fail_at: AtomicU64,
     /// Reads count (and fail) too.
     reads: AtomicBool,
+    /// Bytes the files may hold in all (a full disk past it); `u64::MAX`: no limit.
+    space: AtomicU64,
 }
 
 impl Faults {
@@ -33,20 +37,30 @@ impl Faults {
     }
 }
 
+/// A change made since the file's last sync.
+#[derive(Clone)]
+enum Pending {
+    Write(u64, Vec<u8>),
+    Resize(usize),
+}
+
 #[derive(Default, Clone)]
 struct MemInner {
     /// What reads see.
     written: Vec<u8>,
     /// What a crash leaves.
     durable: Vec<u8>,
-    /// Writes since the last sync, oldest first (for torn crash images).
-    pending: Vec<(u64, Vec<u8>)>,
+    /// Changes since the last sync, oldest first (torn crash images apply a subset
+    /// of the writes; size changes are lost).
+    pending: Vec<Pending>,
 }
 
 /// An in-memory file that keeps written bytes apart from durable ones.
 #[derive(Default)]
 pub struct MemFile {
     inner: Mutex<MemInner>,
+    /// Whether its name survives a crash (made durable by a directory sync).
+    named: AtomicBool,
 }
 
 fn put(v: &mut Vec<u8>, off: u64, data: &[u8]) {
@@ -82,10 +96,35 @@ impl MemFile {
     }
 }
 
+type Files = Arc<Mutex<HashMap<String, Arc<MemFile>>>>;
+
+/// Bytes held by every file of `files` (what reads see).
+fn used(files: &Files) -> u64 {
+    let all: Vec<Arc<MemFile>> = lock_handoff(files).values().cloned().collect();
+    all.iter().map(|f| f.inner().written.len() as u64).sum()
+}
+
 struct MemHandle {
     file: Arc<MemFile>,
     dsync: bool,
     faults: Arc<Faults>,
+    files: Files,
+}
+
+impl MemHandle {
+    /// A write or resize to `end` bytes fails as on a full disk when the file system
+    /// has no room for its growth.
+    fn room_for(&self, end: u64) -> io::Result<()> {
+        let space = self.faults.space.load(Ordering::SeqCst);
+        if space == u64::MAX {
+            return Ok(());
+        }
+        let len = self.file.inner().written.len() as u64;
+        if end > len && used(&self.files) + (end - len) > space {
+            return Err(io::Error::from(io::ErrorKind::StorageFull));
+        }
+        Ok(())
+    }
 }
 
 impl Storage for MemHandle {
@@ -103,12 +142,13 @@ impl Storage for MemHandle {
     }
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
         self.faults.step()?;
+        self.room_for(off + buf.len() as u64)?;
         let mut g = self.file.inner();
         put(&mut g.written, off, buf);
         if self.dsync {
             put(&mut g.durable, off, buf);
         } else {
-            g.pending.push((off, buf.to_vec()));
+            g.pending.push(Pending::Write(off, buf.to_vec()));
         }
         Ok(())
     }
@@ -116,8 +156,11 @@ impl Storage for MemHandle {
         self.faults.step()?;
         let mut g = self.file.inner();
         let pending = std::mem::take(&mut g.pending);
-        for (off, data) in pending {
-            put(&mut g.durable, off, &data);
+        for p in pending {
+            match p {
+                Pending::Write(off, data) => put(&mut g.durable, off, &data),
+                Pending::Resize(len) => g.durable.resize(len, 0),
+            }
         }
         Ok(())
     }
@@ -126,11 +169,11 @@ impl Storage for MemHandle {
     }
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.faults.step()?;
+        self.room_for(len)?;
         let mut g = self.file.inner();
         g.written.resize(len as usize, 0);
-        // A size change is treated as durable at once (it is metadata the tests do
-        // not tear); the engine syncs after it anyway.
-        g.durable.resize(len as usize, 0);
+        // Durable at the next sync, as file metadata is.
+        g.pending.push(Pending::Resize(len as usize));
         Ok(())
     }
 }
@@ -138,7 +181,7 @@ impl Storage for MemHandle {
 /// In-memory files for crash tests.
 #[derive(Clone, Default)]
 pub struct MemVfs {
-    files: Arc<Mutex<HashMap<String, Arc<MemFile>>>>,
+    files: Files,
     faults: Arc<Faults>,
 }
 
@@ -146,14 +189,38 @@ impl MemVfs {
     pub fn new() -> MemVfs {
         let v = MemVfs::default();
         v.faults.fail_at.store(u64::MAX, Ordering::SeqCst);
+        v.faults.space.store(u64::MAX, Ordering::SeqCst);
         v
     }
 
-    /// The file `name` (created empty if missing).
+    /// Bytes the files hold now.
+    pub fn used_bytes(&self) -> u64 {
+        used(&self.files)
+    }
+
+    /// Makes the file system full at `bytes` in all: a write or resize that would
+    /// grow the files past it fails with `StorageFull` (`None`: no limit).
+    pub fn set_space(&self, bytes: Option<u64>) {
+        self.faults
+            .space
+            .store(bytes.unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// The file `name` (created empty if missing, its name durable: for tests that
+    /// build images).
     pub fn file(&self, name: &str) -> Arc<MemFile> {
+        self.entry(name, true)
+    }
+
+    fn entry(&self, name: &str, durable_name: bool) -> Arc<MemFile> {
         lock_handoff(&self.files)
             .entry(name.to_string())
-            .or_default()
+            .or_insert_with(|| {
+                Arc::new(MemFile {
+                    inner: Mutex::default(),
+                    named: AtomicBool::new(durable_name),
+                })
+            })
             .clone()
     }
 
@@ -173,7 +240,7 @@ impl MemVfs {
     }
 
     /// A new file system holding what a crash would leave now: the durable bytes of
-    /// every file, plus, when `torn_seed` is given, a pseudo-random subset of the
+    /// every file whose name is durable, plus, when `torn_seed` is given, a pseudo-random subset of the
     /// unsynced writes applied in 512-byte sectors (a torn write).
     pub fn crash_image(&self, torn_seed: Option<u64>) -> MemVfs {
         let out = MemVfs::new();
@@ -186,6 +253,7 @@ impl MemVfs {
         };
         let mut names: Vec<(String, Arc<MemFile>)> = lock_handoff(&self.files)
             .iter()
+            .filter(|(_, v)| v.named.load(Ordering::SeqCst))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
@@ -200,7 +268,10 @@ impl MemVfs {
         for ((name, _), g) in names.into_iter().zip(states) {
             let mut bytes = g.durable;
             if torn_seed.is_some() {
-                for (off, data) in &g.pending {
+                for (off, data) in g.pending.iter().filter_map(|p| match p {
+                    Pending::Write(off, data) => Some((off, data)),
+                    Pending::Resize(_) => None,
+                }) {
                     for (i, sector) in data.chunks(512).enumerate() {
                         if rnd() % 2 == 0 {
                             put(&mut bytes, off + (i * 512) as u64, sector);
@@ -217,9 +288,17 @@ impl MemVfs {
 impl Vfs for MemVfs {
     fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>> {
         Ok(Arc::new(MemHandle {
-            file: self.file(name),
+            file: self.entry(name, false),
             dsync,
             faults: self.faults.clone(),
+            files: self.files.clone(),
         }))
+    }
+    fn sync_dir(&self) -> io::Result<()> {
+        self.faults.step()?;
+        for f in lock_handoff(&self.files).values() {
+            f.named.store(true, Ordering::SeqCst);
+        }
+        Ok(())
     }
 }

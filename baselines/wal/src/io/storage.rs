@@ -23,4 +23,7 @@ pub trait Vfs: Send + Sync {
     /// Opens (creating if missing) `name`; with `dsync` every write is durable when it
     /// returns (O_DSYNC).
     fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>>;
+    /// Makes the names of the files created so far durable (fsync of the directory):
+    /// until then a power cut may leave a file that was created missing.
+    fn sync_dir(&self) -> io::Result<()>;
 }
