@@ -33,6 +33,9 @@ pub struct CrashCycle {
     /// reopen (`--recovery-kills`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery_kill: Option<RecoveryKill>,
+    /// Power-cut images of this cycle checked (`ycsb crash --power`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_images: Option<u64>,
 }
 
 /// The kill of a child that was reopening the engine (recovering it).
@@ -121,6 +124,47 @@ pub struct Crash {
     /// and the one the audit stopped at.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept: Vec<String>,
+    /// The power-cut images (`ycsb crash --power`); absent when the rows are process
+    /// kills only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<CrashPower>,
+}
+
+/// What `ycsb crash --power` checked besides the kills: the writer's file calls were
+/// recorded (the powercut layer), and at cuts (after syncs and acknowledgements, at
+/// random records, at the end) the directories a power cut could leave, by an ext4
+/// data=ordered model, were built and the engine reopened and checked on each.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrashPower {
+    /// The persistence model the images follow.
+    pub model: String,
+    /// Cuts, over all cycles.
+    pub cuts: u64,
+    /// Images checked, over all cycles.
+    pub images: u64,
+    /// Images per state: `synced` (only what was synced), `all` (everything written:
+    /// what a process kill leaves), `random` (unsynced changes kept, dropped or torn).
+    pub images_by_state: std::collections::BTreeMap<String, u64>,
+    /// Writes acknowledged before their cut, summed over the images.
+    pub acknowledged_at_cuts: u64,
+    /// Keys found in an older written state, summed over the images.
+    pub lost: u64,
+    /// Keys holding a value never written or not byte for byte, over the images.
+    pub corrupt: u64,
+    /// Images the engine refused with an error (at open or at a read), for a class
+    /// that promises nothing across a power cut: a clear error, counted; for class
+    /// `power` such an image fails the audit.
+    pub refused: u64,
+    /// Of those, images on which the engine panicked instead of returning an error
+    /// (caught, counted).
+    pub panicked: u64,
+    /// Whether the engine's class allows losing acknowledged writes at a power cut
+    /// (anything below `power`): lost keys are then counted, not failures.
+    pub loss_allowed: bool,
+    /// File calls and bytes recorded, over all cycles.
+    pub recorded_ops: u64,
+    pub recorded_bytes: u64,
 }
 
 impl Crash {

@@ -46,7 +46,7 @@ mod recovery;
 mod run;
 mod version;
 
-pub use crash::{Crash, CrashAudit, CrashCycle, RecoveryKill};
+pub use crash::{Crash, CrashAudit, CrashCycle, CrashPower, RecoveryKill};
 pub use device::{DeviceProbe, ProbePoint};
 pub use error::Error;
 pub use iomethods::{IoMethods, IoPoint};

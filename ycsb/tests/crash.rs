@@ -90,7 +90,7 @@ fn reporting_child() -> String {
     )
 }
 
-/// One cycle of the audit on a sled engine (flush=every, class power) under `dir`,
+/// One cycle of the audit on a sled engine (flush=every, class process) under `dir`,
 /// the child `script`, and `craft` applied to the engine at the parent's reopen.
 fn audit_one(dir: &Path, script: &str, loss_allowed: bool, craft: &dyn Fn(&dyn Engine)) -> Report {
     let data = dir.join("crash-sled");
@@ -116,6 +116,7 @@ fn audit_one(dir: &Path, script: &str, loss_allowed: bool, craft: &dyn Fn(&dyn E
         snapshot_max: 64 << 20,
         spawn: &spawn,
         open: &open,
+        power: None,
     };
     ycsb::crash::run(&audit, &mut |_| {}).unwrap()
 }
@@ -379,7 +380,7 @@ fn crash_audit_passes_when_every_write_is_flushed() {
     assert_eq!((lost, corrupt), (0, 0));
     let j = json(&out);
     assert_eq!(j["cycles"].as_array().unwrap().len(), 3);
-    assert_eq!(j["engine"]["durability"], "power");
+    assert_eq!(j["engine"]["durability"], "process");
     let bad = |args: &[&str], needle: &str| {
         let o = ycsb(args);
         let e = String::from_utf8_lossy(&o.stderr);
@@ -495,4 +496,70 @@ fn crash_audit_catches_lost_writes_without_a_wal_and_passes_with_one() {
     let (acked, lost, corrupt) = crash_counts(&String::from_utf8_lossy(&o.stdout));
     assert!(acked > 0);
     assert_eq!((lost, corrupt), (0, 0), "{}", text(&o));
+}
+
+/// `ycsb crash --power` on the WAL engine, once per class: the writer recorded, the
+/// power-cut images built and checked. Class power (fdatasync) loses nothing in any
+/// image; class process (no sync) loses acknowledged writes in the images that keep
+/// only what was synced, and the audit counts them (it can see a loss).
+#[test]
+fn power_cuts_find_what_a_class_does_not_sync_and_nothing_where_it_does() {
+    let t = Tmp::new("crash-power");
+    for (mode, class, loses) in [
+        ("fdatasync", "power", false),
+        ("none-process", "process", true),
+    ] {
+        let out = t.s(&format!("{mode}.json"));
+        let o = ycsb(&[
+            "crash",
+            "--engine",
+            "wal",
+            "-p",
+            &format!("wal.durability={mode}"),
+            "-p",
+            "wal.log_size=1M",
+            "--power",
+            "--cycles",
+            "2",
+            "--keys",
+            "40",
+            "--writers",
+            "2",
+            "--qd",
+            "8",
+            "--kill-after-ms",
+            "150,250",
+            "--data",
+            &t.s(&format!("data-{mode}")),
+            "--out",
+            &out,
+        ]);
+        assert!(o.status.success(), "{mode}: {}", text(&o));
+        let j = json(&out);
+        assert_eq!(j["engine"]["durability"], class);
+        let p = &j["power"];
+        assert!(p["images"].as_u64().unwrap() >= 6, "{mode}: {p}");
+        assert!(p["images_by_state"]["synced"].as_u64().unwrap() > 0, "{p}");
+        assert!(p["acknowledged_at_cuts"].as_u64().unwrap() > 0, "{p}");
+        assert_eq!(p["corrupt"], 0, "{mode}: {p}");
+        assert_eq!(p["loss_allowed"], loses);
+        let lost = p["lost"].as_u64().unwrap() + p["refused"].as_u64().unwrap();
+        if loses {
+            assert!(lost > 0, "no power cut lost an unsynced write: {p}");
+        } else {
+            assert_eq!(lost, 0, "{p}");
+        }
+        assert!(
+            j["cycles"][0]["power_images"].as_u64().unwrap() > 0,
+            "{}",
+            j["cycles"][0]
+        );
+    }
+    let o = ycsb(&["crash", "--engine", "kvell", "--power", "--cycles", "1"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("io_uring"),
+        "{}",
+        text(&o)
+    );
 }

@@ -142,7 +142,10 @@ fn cycles(n: u64) {
         let mut next_i = [0u64; 4];
         // A line the kill cut short is not an acknowledgement on record: its write
         // counts as the one in flight.
-        for line in text.split_inclusive('\n').filter_map(|l| l.strip_suffix('\n')) {
+        for line in text
+            .split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
+        {
             let mut w = line.split(' ');
             let (k, op, v) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
             let v: u64 = v.parse().unwrap();

@@ -92,6 +92,24 @@ pub(super) struct CrashArgs {
     /// Root of the data directory (the engine's is <data>/crash-<engine>, wiped first).
     #[arg(long, default_value = "data")]
     pub(super) data: PathBuf,
+    /// Power cuts besides the kills: the writer's file calls are recorded (the
+    /// powercut layer, LD_PRELOAD), and at cuts after syncs and acknowledgements, at
+    /// random records and at the end, the directories a power cut could leave (ext4
+    /// data=ordered: only what was synced, everything, random mixes of unsynced
+    /// changes kept, dropped or torn) are opened and checked. For engines writing
+    /// through the C library's file calls (rocksdb, sled, wiredtiger, wal), not
+    /// kvell (io_uring; its power cuts are tested on its simulated disk).
+    #[arg(long)]
+    pub(super) power: bool,
+    /// Cuts per cycle after syncs and acknowledgements (an even sample), with --power.
+    #[arg(long, default_value_t = 6)]
+    pub(super) power_cuts: usize,
+    /// Cuts per cycle at random records, with --power.
+    #[arg(long, default_value_t = 2)]
+    pub(super) power_random_cuts: usize,
+    /// Random crash states per cut besides `synced` and `all`, with --power.
+    #[arg(long, default_value_t = 1)]
+    pub(super) power_states: usize,
     /// Write the JSON result here.
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -171,6 +189,13 @@ fn check(a: &CrashArgs) -> Result<()> {
     if w.writers == 0 && w.qd == 0 {
         return Err(Error::usage("--writers and --qd cannot both be 0"));
     }
+    if a.power && a.engine == "kvell" {
+        return Err(Error::usage(
+            "--power records the C library's file calls, and kvell writes through io_uring, \
+             which the layer cannot see: kvell's power cuts are tested on its simulated disk \
+             (kvell/tests/power.rs)",
+        ));
+    }
     let fraction = |f: f64| (0.0..=1.0).contains(&f);
     if !fraction(w.delete_fraction) || !fraction(a.recovery_kills) {
         return Err(Error::usage(
@@ -245,6 +270,36 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
         "auditing {} ({} class: {}), {} cycles, {} writers, {} in flight through the asynchronous path",
         a.engine, info.durability, info.durability_setting, a.cycles, a.write.writers, a.write.qd
     );
+    let open_at = |dir: &Path| {
+        engines::open(&a.engine, &engines::options(&a.engine, &p, dir, None))
+            .map_err(|e| e.context("opening a power-cut image"))
+    };
+    let power = a.power.then(|| {
+        let power_loss_allowed = info.durability < kvapi::Durability::Power;
+        eprintln!(
+            "power cuts: the writer recorded, {} cuts at syncs and acknowledgements and {} at random records a cycle, {} random states a cut besides synced and all{}",
+            a.power_cuts,
+            a.power_random_cuts,
+            a.power_states,
+            if power_loss_allowed {
+                format!(
+                    "; class {} promises nothing across a power cut, so lost writes are counted, not failures",
+                    info.durability
+                )
+            } else {
+                String::new()
+            }
+        );
+        ycsb::crash::power::Power {
+            work: root.with_file_name(format!("crash-{}-power-work", a.engine)),
+            image: root.with_file_name(format!("crash-{}-power-image", a.engine)),
+            at_events: a.power_cuts,
+            random_cuts: a.power_random_cuts,
+            random_states: a.power_states,
+            loss_allowed: power_loss_allowed,
+            open_at: &open_at,
+        }
+    });
     let audit = Audit {
         plan: a.write.plan(),
         cycles: a.cycles,
@@ -255,6 +310,7 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
         snapshot_max: a.snapshot_max,
         spawn: &spawn,
         open: &open,
+        power,
     };
     let every = (a.cycles / 20).max(1);
     let (mut acked, mut lost) = (0u64, 0u64);
@@ -278,6 +334,32 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
         n => (rec[n / 2], rec[n - 1]),
     };
     table(a, info.durability.as_str(), &cycles, p50, max);
+    if let Some(pw) = &report.power {
+        let by: Vec<String> = pw
+            .images_by_state
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect();
+        println!(
+            "power cuts ({}): {} images ({}) at {} cuts, {} acknowledged writes checked in them, {} lost{}, {} corrupt, {} refused with an error ({} of them by a panic); {} file calls and {} bytes recorded",
+            pw.model,
+            pw.images,
+            by.join(", "),
+            pw.cuts,
+            pw.acknowledged_at_cuts,
+            pw.lost,
+            if pw.loss_allowed {
+                " (allowed by the class)"
+            } else {
+                ""
+            },
+            pw.corrupt,
+            pw.refused,
+            pw.panicked,
+            pw.recorded_ops,
+            pw.recorded_bytes
+        );
+    }
     let kept: Vec<String> = report
         .kept
         .iter()
@@ -335,6 +417,7 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
                     .map(|f| f.stderr.clone())
                     .unwrap_or_default(),
                 kept: kept.clone(),
+                power: report.power.clone(),
                 cycles,
             };
             write_json(out, &doc)
@@ -362,6 +445,9 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
     written?;
     // what a cycle that lost writes left was copied aside; the rest can go
     ycsb::crash::keep::remove(&root)?;
+    for scratch in ["power-work", "power-image"] {
+        ycsb::crash::keep::remove(&root.with_file_name(format!("crash-{}-{scratch}", a.engine)))?;
+    }
     if lost > 0 {
         println!("{lost} acknowledged writes lost: allowed by durability class none");
     } else {

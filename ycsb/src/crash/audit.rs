@@ -5,12 +5,13 @@
 use super::keep;
 use super::model::Model;
 use super::plan::Plan;
+use super::power::{FREEZE_TIMEOUT, MODEL, Power};
 use super::process::{End, Ended, Running};
 use super::protocol::{self, OPENED, OPENING, READY};
 use crate::error::Result;
 use crate::rng::Rng;
 use kvapi::Engine;
-use kvtb_schema::{CrashCycle as Cycle, RecoveryKill};
+use kvtb_schema::{CrashCycle as Cycle, CrashPower, RecoveryKill};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Command;
@@ -49,6 +50,8 @@ pub struct Audit<'a> {
     pub spawn: &'a dyn Fn(Role, u64) -> Command,
     /// Opens the engine in this process.
     pub open: &'a dyn Fn() -> Result<Arc<dyn Engine>>,
+    /// Power cuts besides the kills (`--power`): the writer recorded, images checked.
+    pub power: Option<Power<'a>>,
 }
 
 /// What failed.
@@ -63,6 +66,9 @@ pub enum Kind {
     /// The check found lost writes the class does not allow, or corrupt values (or
     /// could not read the engine, or close it).
     Check,
+    /// A power-cut image lost what the class promises, held a corrupt value or did
+    /// not open; or the recording could not stand for the run.
+    Power,
 }
 
 /// Why an audit failed.
@@ -108,6 +114,8 @@ pub struct Report {
     pub path: Option<String>,
     /// Cycles whose data directory was too large to copy as the kill left it.
     pub not_snapshot: u64,
+    /// What the power cuts checked (`--power`).
+    pub power: Option<CrashPower>,
 }
 
 fn child_failure(cycle: u64, who: &str, ended: &Ended, waited_for: Option<&str>) -> Failure {
@@ -150,19 +158,48 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
     // children that finished before their kill (the better estimate, when known)
     let mut recent: VecDeque<f64> = VecDeque::new();
     let mut child_opens: VecDeque<f64> = VecDeque::new();
+    if a.power.as_ref().is_some() {
+        report.power = Some(CrashPower {
+            model: MODEL.into(),
+            loss_allowed: a.power.as_ref().is_some_and(|p| p.loss_allowed),
+            ..CrashPower::default()
+        });
+    }
     for cycle in 1..=a.cycles {
-        // the writer, killed at a random moment after its engine opened
-        let mut w = Running::spawn((a.spawn)(Role::Writer, cycle))?;
+        // the writer, killed at a random moment after its engine opened (recorded by
+        // the powercut layer and frozen first, with --power)
+        let recorder = match &a.power {
+            Some(p) => Some(p.prepare(&a.data)?),
+            None => None,
+        };
+        let mut cmd = (a.spawn)(Role::Writer, cycle);
+        if let Some(r) = &recorder {
+            r.apply(&mut cmd);
+        }
+        let mut w = Running::spawn(cmd)?;
         let ready = w.wait_for(READY, OPEN_TIMEOUT);
         if ready {
             let (lo, hi) = a.kill_after_ms;
             let ms = lo + rng.below(hi.saturating_sub(lo) + 1);
             std::thread::sleep(Duration::from_millis(ms));
         }
+        let frozen = match &recorder {
+            Some(r) if ready => r.freeze(FREEZE_TIMEOUT, &mut || w.alive()).err(),
+            _ => None,
+        };
         let ended = w.kill()?;
         if ended.end != End::Killed || !ready {
             let waited = (!ready).then_some(READY);
             report.failure = Some(child_failure(cycle, "writer", &ended, waited));
+            return Ok(report);
+        }
+        if let Some(e) = frozen {
+            report.failure = Some(Failure {
+                cycle,
+                kind: Kind::Power,
+                what: format!("the recorded writer did not freeze: {e}"),
+                stderr: ended.stderr,
+            });
             return Ok(report);
         }
         let events = match protocol::parse(&ended.lines)
@@ -182,13 +219,38 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
         if report.path.is_none() {
             report.path = events.ready.clone();
         }
-        if !keep::snapshot(&a.data, a.snapshot_max)? {
-            report.not_snapshot += 1;
-        }
         let mut c = Cycle {
             cycle,
             ..Cycle::default()
         };
+        // the power cuts, from the recording (before anything else touches the data)
+        if let (Some(p), Some(r), Some(sum)) = (&a.power, &recorder, report.power.as_mut()) {
+            let checked = p.check(r, &a.data, &model, cycle, a.plan.seed, &mut c, sum);
+            let broken = match checked {
+                Ok(None) => None,
+                Ok(Some(b)) => {
+                    report.kept.push(b.kept.clone());
+                    Some(format!(
+                        "{} (the image is kept in {})",
+                        b.what,
+                        b.kept.display()
+                    ))
+                }
+                Err(e) => Some(format!("the power cuts could not be checked: {e}")),
+            };
+            if let Some(what) = broken {
+                report.failure = Some(Failure {
+                    cycle,
+                    kind: Kind::Power,
+                    what,
+                    stderr: Vec::new(),
+                });
+                return Ok(report);
+            }
+        }
+        if !keep::snapshot(&a.data, a.snapshot_max)? {
+            report.not_snapshot += 1;
+        }
         // a child killed in the middle of reopening the engine
         if a.recovery_kills > 0.0 && rng.next_f64() < a.recovery_kills {
             let mut r = Running::spawn((a.spawn)(Role::Recover, cycle))?;

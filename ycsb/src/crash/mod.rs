@@ -36,13 +36,15 @@
 //!
 //! Files: [`plan`] (the writes), [`protocol`] (the lines), [`child`] (the writer and
 //! the recovering child), [`process`] (a child process seen from the parent),
-//! [`model`] (the check), [`keep`] (the evidence), [`audit`] (the cycles).
+//! [`model`] (the check), [`keep`] (the evidence), [`audit`] (the cycles), [`power`]
+//! (`--power`: the writer's file calls recorded and the power-cut images checked).
 
 pub mod audit;
 pub mod child;
 pub mod keep;
 pub mod model;
 pub mod plan;
+pub mod power;
 pub mod process;
 pub mod protocol;
 

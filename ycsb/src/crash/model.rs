@@ -34,7 +34,7 @@ impl State {
 
 /// The writes one cycle announced (their `n`s), so that a value found can be told
 /// written or never written.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Announced {
     bits: Vec<u64>,
 }
@@ -57,6 +57,8 @@ impl Announced {
 
 /// What the parent knows: each key's state when the cycle began (what the previous
 /// check found, made durable by the parent's clean close) and every write announced.
+/// Cloned to check a power-cut image without moving the audit's own states.
+#[derive(Clone)]
 pub struct Model {
     plan: Plan,
     state: Vec<State>,

@@ -132,6 +132,11 @@ impl Running {
         }
     }
 
+    /// Whether the child still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Kills the child with SIGKILL (a child already dead is only reaped), waits for
     /// it, and reads what it left on its pipes.
     pub fn kill(mut self) -> Result<Ended> {
