@@ -14,8 +14,7 @@
 use kvapi::{Engine, Error};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk, slab};
 use kvtestkit::conformance::TempDir;
-use kvtestkit::faults::{Tally, write_result};
-use std::collections::BTreeMap;
+use kvtestkit::faults::write_row;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,17 +47,7 @@ fn kill(e: Arc<Kvell>, disk: &SimDisk) {
 /// opened with every acknowledged item (a repair counted and described where there
 /// was one), `refused` ones were Corruption naming the file.
 fn row(fault: &str, cases: usize, intact: usize, refused: usize) {
-    let mut t = BTreeMap::new();
-    t.insert(
-        fault.to_string(),
-        Tally {
-            cases,
-            intact,
-            refused,
-            ..Tally::default()
-        },
-    );
-    write_result("kvell", "kvell-unclean-shutdown", &t);
+    write_row("kvell", "kvell-unclean-shutdown", fault, cases, intact, refused);
 }
 
 fn extra(e: &Kvell, name: &str) -> u64 {

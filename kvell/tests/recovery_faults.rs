@@ -15,7 +15,7 @@ use common::{Rng, value};
 use kvapi::{Engine, Error};
 use kvell::{Config, Crash, IoMode, Kvell, Mode, SimDisk};
 use kvtestkit::conformance::TempDir;
-use kvtestkit::faults::{Tally, count_panics, panics, write_result};
+use kvtestkit::faults::{count_panics, panics, write_row};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -114,16 +114,14 @@ fn failed_io_during_recovery(mode: Mode, name: &str) {
     eprintln!(
         "kvell {name}: {total} I/Os of a recovery failed one at a time: {errors} errors, {opened} opened"
     );
-    let mut t = BTreeMap::new();
-    t.insert(
-        format!("an I/O failing during recovery after a kill ({errors} errors, {opened} opened)"),
-        Tally {
-            cases: total as usize,
-            intact: total as usize,
-            ..Tally::default()
-        },
+    write_row(
+        "kvell",
+        &format!("kvell-recovery-io-errors-{name}"),
+        &format!("an I/O failing during recovery after a kill ({errors} errors, {opened} opened)"),
+        total as usize,
+        total as usize,
+        0,
     );
-    write_result("kvell", &format!("kvell-recovery-io-errors-{name}"), &t);
 }
 
 #[test]
@@ -179,14 +177,12 @@ fn a_first_open_cut_at_every_step_opens_again() {
         }
     }
     assert_eq!(panics(), 0);
-    let mut t = BTreeMap::new();
-    t.insert(
-        "first open cut (kill, power, torn sectors) at every step".to_string(),
-        Tally {
-            cases,
-            intact: cases,
-            ..Tally::default()
-        },
+    write_row(
+        "kvell",
+        "kvell-unclean-shutdown",
+        "first open cut (kill, power, torn sectors) at every step",
+        cases,
+        cases,
+        0,
     );
-    write_result("kvell", "kvell-unclean-shutdown", &t);
 }

@@ -211,3 +211,32 @@ pub fn write_result<K: fmt::Display>(engine: &str, test: &str, tally: &BTreeMap<
         .and_then(|mut f| f.write_all(s.as_bytes()))
         .unwrap();
 }
+
+/// One row of the fault matrix through [`write_result`]: `cases` tried, `intact` of
+/// them opened with every acknowledged write (a repair counted and described where
+/// there was one), `refused` refused with `Corruption` naming the file.
+pub fn write_row(
+    engine: &str,
+    test: &str,
+    fault: &str,
+    cases: usize,
+    intact: usize,
+    refused: usize,
+) {
+    let mut t = BTreeMap::new();
+    t.insert(
+        fault.to_string(),
+        Tally {
+            cases,
+            intact,
+            refused,
+            ..Tally::default()
+        },
+    );
+    write_result(engine, test, &t);
+}
+
+/// The engine-specific counter `name` of `c` (`Counters::extra`).
+pub fn extra_counter(c: &kvapi::Counters, name: &str) -> Option<u64> {
+    c.extra.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+}

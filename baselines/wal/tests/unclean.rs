@@ -11,7 +11,7 @@
 )]
 
 use kvapi::{Engine, Error};
-use kvtestkit::faults::{Tally, write_result};
+use kvtestkit::faults::{extra_counter, write_row};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
@@ -28,12 +28,7 @@ fn cfg() -> Config {
 }
 
 fn counter(e: &WalEngine, name: &str) -> u64 {
-    e.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap()
+    extra_counter(&e.counters(), name).unwrap()
 }
 
 fn note(e: &WalEngine, starts: &str) -> Option<String> {
@@ -42,17 +37,7 @@ fn note(e: &WalEngine, starts: &str) -> Option<String> {
 
 /// One row of the fault matrix (results/durability/faults.jsonl).
 fn row(fault: &str, cases: usize, intact: usize, refused: usize) {
-    let mut t = BTreeMap::new();
-    t.insert(
-        fault.to_string(),
-        Tally {
-            cases,
-            intact,
-            refused,
-            ..Tally::default()
-        },
-    );
-    write_result("wal", "wal-unclean-shutdown", &t);
+    write_row("wal", "wal-unclean-shutdown", fault, cases, intact, refused);
 }
 
 #[test]
