@@ -1,6 +1,7 @@
 //! Records the git commit the driver is built from (`KVTB_COMMIT`), so every result
 //! file names the code that produced it: `<sha>`, `<sha>-dirty` when tracked files had
-//! uncommitted changes, or `unknown` outside a git checkout.
+//! uncommitted changes, or `unknown` outside a git checkout. The outputs (`results/`,
+//! `paper-repro.md`) do not count: a run that rewrote them is not of other code.
 
 use std::process::Command;
 
@@ -14,8 +15,16 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     let commit = match git(&["rev-parse", "HEAD"]) {
         Some(sha) if !sha.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ":(top)",
+                ":(top,exclude)results",
+                ":(top,exclude)paper-repro.md",
+            ])
+            .is_some_and(|s| !s.is_empty());
             if dirty { format!("{sha}-dirty") } else { sha }
         }
         _ => "unknown".to_string(),

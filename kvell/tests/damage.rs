@@ -47,7 +47,14 @@ fn kill(e: Arc<Kvell>, disk: &SimDisk) {
 /// opened with every acknowledged item (a repair counted and described where there
 /// was one), `refused` ones were Corruption naming the file.
 fn row(fault: &str, cases: usize, intact: usize, refused: usize) {
-    write_row("kvell", "kvell-unclean-shutdown", fault, cases, intact, refused);
+    write_row(
+        "kvell",
+        "kvell-unclean-shutdown",
+        fault,
+        cases,
+        intact,
+        refused,
+    );
 }
 
 fn extra(e: &Kvell, name: &str) -> u64 {
