@@ -220,6 +220,15 @@ fn child_command(exe: &Path, a: &CrashArgs, root: &Path, role: Role, cycle: u64)
     c
 }
 
+/// A scratch directory of `--power` beside the audit's data directory `root`
+/// (`<root>-power-work`: the recording; `<root>-power-image`: the image checked).
+fn power_scratch(root: &Path, what: &str) -> PathBuf {
+    let name = root
+        .file_name()
+        .map_or_else(|| "crash".into(), |n| n.to_string_lossy());
+    root.with_file_name(format!("{name}-power-{what}"))
+}
+
 fn table(a: &CrashArgs, durability: &str, cycles: &[CrashCycle], p50: f64, max: f64) {
     let sum = |f: fn(&CrashCycle) -> u64| cycles.iter().map(f).sum::<u64>();
     let during = cycles
@@ -291,8 +300,8 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
             }
         );
         ycsb::crash::power::Power {
-            work: root.with_file_name(format!("crash-{}-power-work", a.engine)),
-            image: root.with_file_name(format!("crash-{}-power-image", a.engine)),
+            work: power_scratch(&root, "work"),
+            image: power_scratch(&root, "image"),
             at_events: a.power_cuts,
             random_cuts: a.power_random_cuts,
             random_states: a.power_states,
@@ -445,8 +454,8 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
     written?;
     // what a cycle that lost writes left was copied aside; the rest can go
     ycsb::crash::keep::remove(&root)?;
-    for scratch in ["power-work", "power-image"] {
-        ycsb::crash::keep::remove(&root.with_file_name(format!("crash-{}-{scratch}", a.engine)))?;
+    for scratch in ["work", "image"] {
+        ycsb::crash::keep::remove(&power_scratch(&root, scratch))?;
     }
     if lost > 0 {
         println!("{lost} acknowledged writes lost: allowed by durability class none");

@@ -158,20 +158,15 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
     // children that finished before their kill (the better estimate, when known)
     let mut recent: VecDeque<f64> = VecDeque::new();
     let mut child_opens: VecDeque<f64> = VecDeque::new();
-    if a.power.as_ref().is_some() {
-        report.power = Some(CrashPower {
-            model: MODEL.into(),
-            loss_allowed: a.power.as_ref().is_some_and(|p| p.loss_allowed),
-            ..CrashPower::default()
-        });
-    }
+    report.power = a.power.as_ref().map(|p| CrashPower {
+        model: MODEL.into(),
+        loss_allowed: p.loss_allowed,
+        ..CrashPower::default()
+    });
     for cycle in 1..=a.cycles {
         // the writer, killed at a random moment after its engine opened (recorded by
         // the powercut layer and frozen first, with --power)
-        let recorder = match &a.power {
-            Some(p) => Some(p.prepare(&a.data)?),
-            None => None,
-        };
+        let recorder = a.power.as_ref().map(|p| p.prepare(&a.data)).transpose()?;
         let mut cmd = (a.spawn)(Role::Writer, cycle);
         if let Some(r) = &recorder {
             r.apply(&mut cmd);
