@@ -112,6 +112,10 @@ pub struct Tally {
     pub read_errors: usize,
     /// Cases where some acknowledged keys were missing or older (no wrong value).
     pub lost: usize,
+    /// Of `lost`, the cases where the engine counted and reported the cut it made (a
+    /// log cut at a transaction failing its checks): a stated repair, not a silent
+    /// loss.
+    pub lost_counted: usize,
 }
 
 impl Tally {
@@ -122,6 +126,10 @@ impl Tally {
             Outcome::Refused => self.refused += 1,
             Outcome::ReadErrors => self.read_errors += 1,
             Outcome::Lost(_) => self.lost += 1,
+            Outcome::Cut(_) => {
+                self.lost += 1;
+                self.lost_counted += 1;
+            }
         }
     }
 }
@@ -137,6 +145,9 @@ pub enum Outcome {
     ReadErrors,
     /// This many keys missing or at an older acknowledged value, without an error.
     Lost(usize),
+    /// This many keys lost at a cut the engine counted and reported (see
+    /// [`Tally::lost_counted`]).
+    Cut(usize),
 }
 
 /// One mutation of one file; pages are counted in the size given to [`Mutation::apply`].
@@ -199,8 +210,9 @@ pub fn write_result<K: fmt::Display>(engine: &str, test: &str, tally: &BTreeMap<
     for (class, t) in tally {
         s.push_str(&format!(
             "{{\"engine\":\"{engine}\",\"test\":\"{test}\",\"fault\":\"{class}\",\"cases\":{},\
-             \"intact\":{},\"refused\":{},\"read_errors\":{},\"lost\":{},\"wrong\":0}}\n",
-            t.cases, t.intact, t.refused, t.read_errors, t.lost
+             \"intact\":{},\"refused\":{},\"read_errors\":{},\"lost\":{},\
+             \"lost_counted\":{},\"wrong\":0}}\n",
+            t.cases, t.intact, t.refused, t.read_errors, t.lost, t.lost_counted
         ));
     }
     use std::io::Write;

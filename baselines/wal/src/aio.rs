@@ -46,8 +46,7 @@ impl<E: Send + Sync> AsyncEngine for AsyncWal<E> {
         };
         match self.writer.begin(key, &op, true) {
             Err(e) => done(Err(e)),
-            Ok(None) => done(Ok(Reply::Done)),
-            Ok(Some(b)) => self.log.when_complete(b.end, done),
+            Ok(b) => self.log.when_complete(b.end, done),
         }
     }
 }

@@ -93,6 +93,10 @@ impl WalEngine {
             o.head,
             o.tail,
             cfg.checkpoint_pct,
+            // dsync (O_DSYNC files) and fdatasync both make a write durable before
+            // it completes; none-process does not, so a power cut may keep a later
+            // transaction and drop an earlier one, and a stamp would prove nothing.
+            cfg.mode != Mode::NoneProcess,
             stats.clone(),
         ));
         let store = Arc::new(Store::new(o.heap, o.dirty));

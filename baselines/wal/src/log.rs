@@ -8,7 +8,7 @@
 
 use crate::format::id_of;
 use crate::stats::{Stat, Stats};
-use crate::txn::{Entry, blocks_for, encode};
+use crate::txn::{Entry, blocks_for, complete_back, encode};
 use kvapi::sync::wait_timeout;
 use kvapi::sync::{lock, wait};
 use kvapi::{Completion, Error, Reply, Result};
@@ -85,18 +85,24 @@ pub struct Log {
     generation: u32,
     /// Log use (percent) above which a checkpoint is asked for.
     checkpoint_pct: u64,
+    /// Stamp every transaction with how far the log was complete (a log whose
+    /// writes are synced: see [`crate::txn::TxHeader::complete_back`]).
+    stamp: bool,
     stats: Arc<Stats>,
 }
 
 impl Log {
     /// A log of `n` blocks whose next transaction starts at `head` and whose replay
-    /// start (checkpoint) is `tail`; everything before `head` is written.
+    /// start (checkpoint) is `tail`; everything before `head` is written. `stamp`:
+    /// its writes are synced, so each transaction records how far the log was
+    /// complete when it was reserved.
     pub fn new(
         n: u64,
         generation: u32,
         head: u64,
         tail: u64,
         checkpoint_pct: u64,
+        stamp: bool,
         stats: Arc<Stats>,
     ) -> Log {
         Log {
@@ -119,6 +125,7 @@ impl Log {
             n,
             generation,
             checkpoint_pct,
+            stamp,
             stats,
         }
     }
@@ -277,7 +284,14 @@ impl Log {
         assert!(blocks <= admitted, "transaction larger than its admission");
         let mut log = self.lock()?;
         let start = log.head;
-        let bytes = encode(self.generation, id_of(start, self.n), entries, payload);
+        let back = complete_back(start, self.stamp.then(|| log.complete()));
+        let bytes = encode(
+            self.generation,
+            id_of(start, self.n),
+            back,
+            entries,
+            payload,
+        );
         log.head += blocks;
         log.reserved -= admitted;
         if data_pending {
@@ -438,7 +452,7 @@ mod tests {
 
     #[test]
     fn a_poisoned_log_lock_is_an_error_for_every_role() {
-        let log = Log::new(64, 1, 64, 64, 50, Arc::new(Stats::default()));
+        let log = Log::new(64, 1, 64, 64, 50, true, Arc::new(Stats::default()));
         std::thread::scope(|s| {
             let r = s
                 .spawn(|| {

@@ -323,6 +323,8 @@ fn load(
     image.resize(pc as usize);
     stats.add(Stat::BytesRead, r.bytes_read);
     stats.set(Stat::ReplayedTxns, r.txns);
+    stats.set(Stat::ReplayTornTxns, u64::from(r.torn));
+    stats.set(Stat::ReplayDroppedTxns, r.dropped);
     stats.set_us_since(Stat::OpenLogReplayUs, t1);
     let t2 = Instant::now();
     let heap = Heap::rebuild(image).map_err(|d| corrupt(meta_path, d))?;

@@ -1,6 +1,12 @@
 //! Replay on open: from the header's checkpoint id forward, apply every transaction
 //! that passes its checks; the first one that fails ends the log, unless it lies
 //! before the header's commit id, which is corruption.
+//!
+//! Where replay stops, the log is scanned on (DESIGN.md, "Open and replay"): a
+//! later transaction of this log whose stamp says the failed one was complete when
+//! it was reserved proves damage to an acknowledged transaction, which is
+//! corruption; later transactions without that proof were never acknowledged and
+//! are dropped, counted like a torn last transaction.
 
 use crate::format::{BLOCK, WalHeader, abs_of, id_of};
 use crate::image::Image;
@@ -18,6 +24,12 @@ pub struct Replayed {
     pub bytes_read: u64,
     /// Why replay stopped.
     pub stop: String,
+    /// Replay stopped at a transaction of this log that failed its checks (torn or
+    /// unfinished by the crash): it was cut off.
+    pub torn: bool,
+    /// Transactions of this log found after the stop, never acknowledged (no later
+    /// transaction proves the failed one complete), dropped.
+    pub dropped: u64,
 }
 
 /// Reads the log in 64-block windows.
@@ -118,6 +130,29 @@ pub fn replay(
         }
         break format!("transaction {id:#x}: {why}");
     };
+    let torn = starts_txn(&mut r, h, pos)?;
+    let after = scan_after(&mut r, h, pos, start)?;
+    if let Some((p, c)) = after.proof {
+        return Err(Error::Corruption {
+            file: wal_path.to_path_buf(),
+            offset: (1 + pos % n) * BLOCK as u64,
+            detail: format!(
+                "{stop}, but transaction {:#x}, written after it, was reserved when the \
+                 log was complete up to {:#x}: the failed transaction was acknowledged \
+                 and is damaged, not torn by a crash",
+                id_of(p, n),
+                id_of(c, n)
+            ),
+        });
+    }
+    let stop = match (torn, after.dropped) {
+        (false, 0) => stop,
+        (_, d) => format!(
+            "{stop}; cut there: {} torn transaction and {d} later, never acknowledged, \
+             dropped",
+            u8::from(torn)
+        ),
+    };
     pages.sort_unstable();
     pages.dedup();
     Ok(Replayed {
@@ -126,7 +161,83 @@ pub fn replay(
         pages,
         bytes_read: r.bytes_read,
         stop,
+        torn,
+        dropped: after.dropped,
     })
+}
+
+/// Blocks belonging to no transaction of this log after which the scan past the
+/// stop ends: a log is written in order, so after a crash nothing of it lies beyond
+/// such a gap (damage wider than 256 KiB followed by intact transactions is not
+/// told from the log's end).
+const GAP: u64 = 64;
+
+struct After {
+    dropped: u64,
+    /// A transaction at `.0` reserved when the log was complete up to `.1`, past the
+    /// stop.
+    proof: Option<(u64, u64)>,
+}
+
+/// The header of the block at `p` if it is a block of a transaction of this log
+/// (this generation and lap).
+fn of_this_log(r: &mut Reader, h: &WalHeader, p: u64) -> Result<Option<TxHeader>> {
+    let n = r.n;
+    Ok(TxHeader::decode(r.block(p % n)?).filter(|th| {
+        th.generation == h.generation
+            && p >= th.block_index as u64
+            && th.id == id_of(p - th.block_index as u64, n)
+    }))
+}
+
+/// Replay stopped at `pos` on a transaction of this log (a first block with its
+/// id), not at the end of what was written.
+fn starts_txn(r: &mut Reader, h: &WalHeader, pos: u64) -> Result<bool> {
+    Ok(of_this_log(r, h, pos)?.is_some_and(|th| th.block_index == 0))
+}
+
+/// Scans the log past the stop at `pos` (up to the checkpoint a lap ahead of
+/// `start`, or a gap of [`GAP`] blocks) for valid transactions of this log.
+fn scan_after(r: &mut Reader, h: &WalHeader, pos: u64, start: u64) -> Result<After> {
+    let n = r.n;
+    let mut out = After {
+        dropped: 0,
+        proof: None,
+    };
+    let (mut p, mut gap) = (pos + 1, 0);
+    while p < start + n && gap < GAP {
+        match of_this_log(r, h, p)? {
+            None => {
+                gap += 1;
+                p += 1;
+            }
+            Some(th) if th.block_index > 0 => {
+                gap = 0;
+                p += 1;
+            }
+            Some(th) => {
+                gap = 0;
+                let valid = blocks_of_header(&th, n)
+                    .filter(|&b| p + b as u64 <= start + n)
+                    .map(|b| -> Result<_> { Ok(decode(&r.blocks(p, b)?).ok()) })
+                    .transpose()?
+                    .flatten();
+                let Some(txn) = valid else {
+                    p += 1;
+                    continue;
+                };
+                if let Some(c) = txn.header.complete_at_reserve(p)
+                    && c > pos
+                {
+                    out.proof = Some((p, c));
+                    return Ok(out);
+                }
+                out.dropped += 1;
+                p += txn.blocks as u64;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Checks the transaction expected at `pos`: the outer error is an I/O failure, the

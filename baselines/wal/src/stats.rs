@@ -38,6 +38,11 @@ pub enum Stat {
     OpenRebuildUs,
     OpenCheckpointUs,
     ReplayedTxns,
+    /// 1 when the last replay cut the log at a transaction of this log that failed
+    /// its checks (torn by a crash, or damaged with nothing after it to say so).
+    ReplayTornTxns,
+    /// Valid transactions past the last replay's cut, never acknowledged, dropped.
+    ReplayDroppedTxns,
     /// Creations killed before their header write, found at open and redone.
     CreationsRedone,
     /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
@@ -48,7 +53,7 @@ pub enum Stat {
 const COUNT: usize = Stat::CheckpointCopyBytes as usize + 1;
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 17] = [
+const EXTRA: [(&str, Stat); 19] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -65,6 +70,8 @@ const EXTRA: [(&str, Stat); 17] = [
     ("open_rebuild_us", Stat::OpenRebuildUs),
     ("open_checkpoint_us", Stat::OpenCheckpointUs),
     ("replayed_txns", Stat::ReplayedTxns),
+    ("replay_torn_txns", Stat::ReplayTornTxns),
+    ("replay_dropped_txns", Stat::ReplayDroppedTxns),
     ("creations_redone", Stat::CreationsRedone),
 ];
 

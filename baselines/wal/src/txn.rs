@@ -64,6 +64,12 @@ pub struct TxHeader {
     pub entries: u32,
     pub payload: u32,
     pub block_index: u32,
+    /// How far back the log was complete when this transaction was reserved: 0 is
+    /// unknown (a log without syncs, or an older log); `k > 0` says every transaction
+    /// before `start - (k - 1)` was complete (written, synced and its data durable,
+    /// so acknowledged or acknowledgeable). Replay uses it to tell a transaction
+    /// damaged after its acknowledgement from the torn tail of a crash.
+    pub complete_back: u32,
 }
 
 impl TxHeader {
@@ -77,6 +83,7 @@ impl TxHeader {
             entries: rd_u32(b, 16),
             payload: rd_u32(b, 20),
             block_index: rd_u32(b, 24),
+            complete_back: rd_u32(b, 28),
         })
     }
 
@@ -87,7 +94,13 @@ impl TxHeader {
         wr_u32(b, 16, self.entries);
         wr_u32(b, 20, self.payload);
         wr_u32(b, 24, self.block_index);
-        wr_u32(b, 28, 0);
+        wr_u32(b, 28, self.complete_back);
+    }
+
+    /// The position before which every transaction was complete when this one (at
+    /// `start`) was reserved, if it says.
+    pub fn complete_at_reserve(&self, start: u64) -> Option<u64> {
+        (self.complete_back > 0).then(|| start.saturating_sub(self.complete_back as u64 - 1))
     }
 }
 
@@ -162,8 +175,22 @@ pub fn blocks_for(entries: usize, payload: usize) -> usize {
     (tail + TAIL_LEN).div_ceil(BLOCK)
 }
 
-/// Encodes a transaction into whole blocks.
-pub fn encode(generation: u32, id: u64, entries: &[Entry], payload: &[u8]) -> Vec<u8> {
+/// `complete_back` for a transaction at `start` reserved when the log was complete
+/// up to `complete` (0, unknown, when too far back to say).
+pub fn complete_back(start: u64, complete: Option<u64>) -> u32 {
+    complete
+        .and_then(|c| u32::try_from(start.checked_sub(c)? + 1).ok())
+        .unwrap_or(0)
+}
+
+/// Encodes a transaction into whole blocks; `complete_back` as in [`TxHeader`].
+pub fn encode(
+    generation: u32,
+    id: u64,
+    complete_back: u32,
+    entries: &[Entry],
+    payload: &[u8],
+) -> Vec<u8> {
     let l = layout(entries.len(), payload.len());
     let mut b = vec![0u8; l.blocks * BLOCK];
     for i in 0..l.blocks {
@@ -173,6 +200,7 @@ pub fn encode(generation: u32, id: u64, entries: &[Entry], payload: &[u8]) -> Ve
             entries: entries.len() as u32,
             payload: payload.len() as u32,
             block_index: i as u32,
+            complete_back,
         }
         .encode(&mut b[i * BLOCK..]);
     }
@@ -266,6 +294,24 @@ pub fn decode(b: &[u8]) -> Result<Txn, &'static str> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_completion_stamp_survives_encoding_and_says_unknown_when_it_cannot() {
+        let (es, p) = sample(3, 100);
+        let start = (2u64 << 32) + 40;
+        let back = complete_back(start, Some(start - 7));
+        assert_eq!(back, 8);
+        let t = decode(&encode(1, 9, back, &es, &p)).unwrap();
+        assert_eq!(t.header.complete_at_reserve(start), Some(start - 7));
+        // complete up to itself: every earlier transaction was
+        assert_eq!(complete_back(start, Some(start)), 1);
+        // unknown: no stamp, a position after the start, or too far back
+        assert_eq!(complete_back(start, None), 0);
+        assert_eq!(complete_back(start, Some(start + 1)), 0);
+        assert_eq!(complete_back(start, Some(0)), 0);
+        let t = decode(&encode(1, 9, 0, &es, &p)).unwrap();
+        assert_eq!(t.header.complete_at_reserve(start), None);
+    }
+
     fn sample(entries: usize, payload: usize) -> (Vec<Entry>, Vec<u8>) {
         let es = (0..entries)
             .map(|i| Entry {
@@ -281,7 +327,7 @@ mod tests {
 
     fn round_trip(entries: usize, payload: usize) -> usize {
         let (es, p) = sample(entries, payload);
-        let b = encode(9, (4 << 32) | 17, &es, &p);
+        let b = encode(9, (4 << 32) | 17, 3, &es, &p);
         assert_eq!(b.len() % BLOCK, 0);
         assert_eq!(b.len() / BLOCK, blocks_for(entries, payload));
         let t = decode(&b).unwrap();
@@ -340,14 +386,14 @@ mod tests {
     #[test]
     fn damage_is_detected() {
         let (es, p) = sample(300, 9000);
-        let b = encode(1, 1 << 32, &es, &p);
+        let b = encode(1, 1 << 32, 0, &es, &p);
         for at in [5, 40, 4096 + 3, 4096 + 100, b.len() - 4096 + 40] {
             let mut c = b.clone();
             c[at] ^= 0x10;
             assert!(decode(&c).is_err(), "flip at {at} passed");
         }
         // a block from another transaction
-        let other = encode(1, (1 << 32) | 5, &es, &p);
+        let other = encode(1, (1 << 32) | 5, 0, &es, &p);
         let mut c = b.clone();
         c[BLOCK..2 * BLOCK].copy_from_slice(&other[BLOCK..2 * BLOCK]);
         assert_eq!(decode(&c), Err("block of another transaction"));

@@ -110,9 +110,7 @@ impl Writer {
     /// The blocking write: begin it, write a large value's data while the committer
     /// writes the WAL record, wait until it is complete.
     pub fn write(&self, key: &[u8], op: Op) -> Result<()> {
-        let Some(b) = self.begin(key, &op, false)? else {
-            return Ok(());
-        };
+        let b = self.begin(key, &op, false)?;
         if let Some(x) = b.parallel {
             // The data write runs while the committer writes the WAL record.
             let r = self.data.write(&x, op.value());
@@ -126,10 +124,13 @@ impl Writer {
         self.log.wait_complete(b.end)
     }
 
-    /// Checks, admits, applies and reserves a write. `None`: nothing to log (the
-    /// delete of a missing key). With `force_data_first`, every large value is
-    /// written before the record.
-    pub fn begin(&self, key: &[u8], op: &Op, force_data_first: bool) -> Result<Option<Begun>> {
+    /// Checks, admits, applies and reserves a write. With `force_data_first`, every
+    /// large value is written before the record. The delete of a missing key logs
+    /// nothing, but is complete only with every transaction reserved before it: the
+    /// key may be missing because of a delete not yet durable, and acknowledging
+    /// the second delete at once would promise what a crash can still undo (the
+    /// durability audit found that: a key back at its value from before both).
+    pub fn begin(&self, key: &[u8], op: &Op, force_data_first: bool) -> Result<Begun> {
         if self.store.is_closed() {
             return Err(Error::Closed);
         }
@@ -147,9 +148,14 @@ impl Writer {
                 let mut tb = TxBuild::default();
                 let (existed, ext) = core.heap_mut().delete(&mut tb, key);
                 if !existed {
+                    let head = self.log.head()?;
                     drop(core);
                     self.log.unadmit(need)?;
-                    return Ok(None);
+                    return Ok(Begun {
+                        start: head,
+                        end: head,
+                        parallel: None,
+                    });
                 }
                 self.reserve(&mut core, &tb, need, false, ext)?
             }
@@ -175,7 +181,7 @@ impl Writer {
                 }
             }
         };
-        Ok(Some(b))
+        Ok(b)
     }
 
     /// A value that goes to the data file: written first (and synced) above
