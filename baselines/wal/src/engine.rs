@@ -21,6 +21,7 @@ use crate::wal::committer;
 use crate::write::{Op, Writer};
 use kvapi::sync::lock_handoff;
 use kvapi::{Counters, DirLock, Durability, Engine, EngineInfo, Error, Pair, Result};
+use std::io::ErrorKind;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -117,10 +118,41 @@ impl WalEngine {
         // opens for reads only (the log was not touched, so the next open replays
         // the same state; nothing acknowledged is lost) instead of refusing to open.
         let t3 = Instant::now();
-        let read_only = match checkpointer.run(true) {
-            Ok(()) => None,
-            Err(e) if checkpointer.out_of_space() => Some(e.to_string()),
-            Err(e) => return Err(e),
+        // Replay applied transactions whose large values it found in the data file,
+        // maybe only in the page cache of a killed writer (never acknowledged, so
+        // never synced): once the checkpoint below moves the header past them, a
+        // power cut must not take those values back. The modes that promise power
+        // sync the data file first (found by review: without it, a reopen after a
+        // kill, then a power cut, left a replayed key unreadable).
+        let synced = if cfg.mode == Mode::NoneProcess {
+            Ok(())
+        } else {
+            data.sync()
+        };
+        let read_only = match synced {
+            // as for the checkpoint below: reads only, and the next open, with space,
+            // syncs and replays the same state
+            Err(e) if matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded) => {
+                Some(
+                    log.poison(format!(
+                        "syncing the data file before the open checkpoint failed: {e}: the \
+                         device has no space; writes are refused until the engine is \
+                         reopened with free space (everything acknowledged is in the WAL)"
+                    ))
+                    .to_string(),
+                )
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    "syncing the data file before the open checkpoint",
+                    e,
+                ));
+            }
+            Ok(()) => match checkpointer.run(true) {
+                Ok(()) => None,
+                Err(e) if checkpointer.out_of_space() => Some(e.to_string()),
+                Err(e) => return Err(e),
+            },
         };
         stats.set_us_since(Stat::OpenCheckpointUs, t3);
         stats.set_us_since(Stat::ReplayUs, t0);

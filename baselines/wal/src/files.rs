@@ -144,6 +144,11 @@ impl DataFile {
         Ok(())
     }
 
+    /// Makes every value written so far durable (whatever the mode).
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync()
+    }
+
     /// Reads the value of extent `x`; `None` if it fails the record's CRC.
     pub fn read(&self, x: &Extent) -> Result<Option<Vec<u8>>> {
         let mut v = vec![0u8; x.len as usize];

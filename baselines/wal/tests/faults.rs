@@ -148,15 +148,18 @@ fn check_open(vfs: MemVfs, model: &Model, hist: &History, last: &[u8]) -> Result
         Outcome::ReadErrors
     } else if lost.is_empty() {
         Outcome::Intact
-    } else if cut > 0 {
-        Outcome::Cut(lost.len())
-    } else if lost == [last] {
-        Outcome::Lost(1)
-    } else {
+    } else if lost != [last] {
+        // every write of these images was acknowledged before the next began, so a
+        // later transaction's stamp proves any earlier one complete: only the last
+        // can be cut (counted) or erased (a zeroed last block, not told from the end)
         return Err(format!(
-            "{} keys lost without a counted cut (not only the last write): {note}",
+            "{} keys lost, not only the last write (cut counted: {cut}): {note}",
             lost.len()
         ));
+    } else if cut > 0 {
+        Outcome::Cut(1)
+    } else {
+        Outcome::Lost(1)
     })
 }
 
