@@ -5,7 +5,7 @@ use crate::ffi::stat;
 use kvapi::Counters;
 
 /// The statistics [`from_statistics`] reads, in this order.
-pub(crate) const STATS: [i32; 15] = [
+pub(crate) const STATS: [i32; 16] = [
     stat::BLOCK_READ,
     stat::BLOCK_WRITE,
     stat::BLOCK_BYTE_READ,
@@ -21,6 +21,7 @@ pub(crate) const STATS: [i32; 15] = [
     stat::LOG_BYTES_WRITTEN,
     stat::LOG_SYNC,
     stat::TXN_CHECKPOINT,
+    stat::TXN_UPDATE_CONFLICT,
 ];
 
 /// The counters from the values of [`STATS`] (`None` where the library has no such
@@ -50,6 +51,7 @@ pub(crate) fn from_statistics(v: &[Option<i64>]) -> Counters {
         log_bytes,
         log_syncs,
         checkpoints,
+        conflicts,
     ] = std::array::from_fn(at);
     let mut extra = Vec::new();
     for (name, v) in [
@@ -64,6 +66,9 @@ pub(crate) fn from_statistics(v: &[Option<i64>]) -> Counters {
         ("log_bytes_written", log_bytes),
         ("log_syncs", log_syncs),
         ("checkpoints", checkpoints),
+        // writes that met another session's uncommitted write of their key and were
+        // retried by WiredTiger (autocommit operations retry WT_ROLLBACK themselves)
+        ("write_conflicts", conflicts),
     ] {
         if let Some(v) = v {
             extra.push((name.to_string(), v));

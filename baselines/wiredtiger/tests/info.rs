@@ -74,7 +74,7 @@ fn states_durability_and_configuration_strings() {
              internal_page_max=4KB,block_compressor=,checksum=on"
         );
         assert_eq!(setting(&i, "open_cursor"), "overwrite=true");
-        assert_eq!(setting(&i, "open_session"), "isolation=read-committed");
+        assert_eq!(setting(&i, "open_session"), "isolation=snapshot");
         assert!(setting(&i, "library").starts_with("WiredTiger 3."));
         assert_eq!(setting(&i, "durability"), class);
         assert_eq!(setting(&i, "checkpoint_secs"), "60");

@@ -18,3 +18,4 @@ pub(crate) const CACHE_EVICTION_APP: i32 = sys::WT_STAT_CONN_CACHE_EVICTION_APP 
 pub(crate) const LOG_BYTES_WRITTEN: i32 = sys::WT_STAT_CONN_LOG_BYTES_WRITTEN as i32;
 pub(crate) const LOG_SYNC: i32 = sys::WT_STAT_CONN_LOG_SYNC as i32;
 pub(crate) const TXN_CHECKPOINT: i32 = sys::WT_STAT_CONN_TXN_CHECKPOINT as i32;
+pub(crate) const TXN_UPDATE_CONFLICT: i32 = sys::WT_STAT_CONN_TXN_UPDATE_CONFLICT as i32;
