@@ -183,12 +183,7 @@ fn concurrent_writes_to_one_key_conflict_and_are_retried() {
             });
         }
     });
-    let conflicts = e
-        .counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == "write_conflicts")
-        .map(|(_, v)| *v)
+    let conflicts = kvtestkit::faults::extra_counter(&e.counters(), "write_conflicts")
         .expect("no write_conflicts counter");
     assert!(
         conflicts > 0,
