@@ -17,6 +17,9 @@
 //! copy A B             std::fs::copy A to B (copy_file_range: the layer refuses it)
 //! parallel K N         K threads, each N times: append `t<k>-<i>;` to `t<k>`,
 //!                      fsync it, print `ack-t<k>-<i>` (the files exist already)
+//! race P LEN OFF TEXT  a thread truncates P to LEN; once the file's size is LEN
+//!                      this thread pwrites TEXT at OFF (past LEN): the write
+//!                      overlaps the truncation's recording, not its call
 //! fsync P              fsync P (a file or a directory)
 //! fdatasync P          fdatasync P
 //! rename A B           rename A to B
@@ -127,6 +130,26 @@ impl Script<'_> {
             "truncate" => {
                 let (p, len) = (self.word()?, self.number()?);
                 self.file(&p)?.set_len(len)?;
+            }
+            "race" => {
+                let (p, len, off, text) =
+                    (self.word()?, self.number()?, self.number()?, self.word()?);
+                let f = self.file(&p)?.try_clone()?;
+                if f.metadata()?.len() == len {
+                    return Err(bad(format!("race: {p} is {len} bytes already")));
+                }
+                let cutter = f.try_clone()?;
+                let t = std::thread::spawn(move || cutter.set_len(len));
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while f.metadata()?.len() != len {
+                    if std::time::Instant::now() > deadline {
+                        return Err(bad("race: the truncation never took effect".into()));
+                    }
+                    std::thread::yield_now();
+                }
+                f.write_all_at(text.as_bytes(), off)?;
+                t.join()
+                    .map_err(|_| bad("the truncating thread panicked".into()))??;
             }
             "copy" => {
                 let (a, b) = (self.word()?, self.word()?);

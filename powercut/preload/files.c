@@ -11,6 +11,7 @@ static int open_flags_write(int flags) {
 
 struct opening {
     int on;
+    int excl;
     int existed;
     off_t old_size;
     char rel[PATH_MAX];
@@ -27,6 +28,10 @@ static void before_open(struct opening *o, int dirfd, const char *path, int flag
     o->on = enter();
     if (!o->on)
         return;
+    /* an open that truncates changes a size: exclusive (see record.c, Order) */
+    o->excl = (flags & O_TRUNC) != 0;
+    if (o->excl)
+        order_lock(1);
     if ((flags & __O_TMPFILE) == __O_TMPFILE)
         unsupported(1, "O_TMPFILE in the recorded directory (an unnamed file)", o->rel);
     o->existed = raw_lstat(o->abs, &st) == 0;
@@ -59,6 +64,8 @@ static void after_open(struct opening *o, int fd, int flags) {
             unsupported(1, "too many files for the layer's table", o->rel);
         pthread_mutex_unlock(&lock);
     }
+    if (o->excl)
+        order_unlock();
     leave();
 }
 
@@ -273,13 +280,27 @@ static void after_write(int fd, const void *buf, const struct iovec *iov, int io
     append(&rec);
 }
 
+/* A write whose offset is read back after the call (at the file position, or
+ * appending) is exclusive under the order lock; one at a given offset is shared
+ * (see record.c, Order). */
+static int write_exclusive(int fd, off64_t off, int append_flag) {
+    int fl;
+    if (off < 0 || append_flag)
+        return 1;
+    fl = (int)real_syscall(SYS_fcntl, fd, F_GETFL);
+    return fl >= 0 && (fl & O_APPEND);
+}
+
 #define WRITE_BODY(call, buf, iov, iovcnt, off, syncf, appendf)               \
     ssize_t r;                                                                 \
     int e, on = enter();                                                       \
+    if (on)                                                                    \
+        order_lock(write_exclusive(fd, off, appendf));                         \
     r = call;                                                                  \
     e = errno;                                                                 \
     if (on) {                                                                  \
         after_write(fd, buf, iov, iovcnt, r, off, syncf, appendf);             \
+        order_unlock();                                                        \
         leave();                                                               \
     }                                                                          \
     errno = e;                                                                 \
@@ -337,15 +358,22 @@ static void after_truncate(int fd, int r, off64_t len) {
     rec.kind = K_TRUNCATE;
     rec.ino = st.st_ino;
     rec.a = (uint64_t)len;
+    test_size_delay();
     append(&rec);
 }
 
-#define FD_BODY(call, after)                                                   \
+/* a call on a descriptor or path; excl: it holds the order lock exclusively, else
+ * it takes none (see record.c, Order) */
+#define FD_BODY(call, after, excl)                                             \
     int r, e, on = enter();                                                    \
+    if (on && (excl))                                                          \
+        order_lock(1);                                                         \
     r = call;                                                                  \
     e = errno;                                                                 \
     if (on) {                                                                  \
         after;                                                                 \
+        if (excl)                                                              \
+            order_unlock();                                                    \
         leave();                                                               \
     }                                                                          \
     errno = e;                                                                 \
@@ -353,12 +381,12 @@ static void after_truncate(int fd, int r, off64_t len) {
 
 int ftruncate(int fd, off_t len) {
     resolve_ftruncate();
-    FD_BODY(real_ftruncate(fd, len), after_truncate(fd, r, len))
+    FD_BODY(real_ftruncate(fd, len), after_truncate(fd, r, len), 1)
 }
 
 int ftruncate64(int fd, off64_t len) {
     resolve_ftruncate64();
-    FD_BODY(real_ftruncate64(fd, len), after_truncate(fd, r, len))
+    FD_BODY(real_ftruncate64(fd, len), after_truncate(fd, r, len), 1)
 }
 
 static void after_path_truncate(const char *path, int r, off64_t len) {
@@ -376,12 +404,12 @@ static void after_path_truncate(const char *path, int r, off64_t len) {
 
 int truncate(const char *path, off_t len) {
     resolve_truncate();
-    FD_BODY(real_truncate(path, len), after_path_truncate(path, r, len))
+    FD_BODY(real_truncate(path, len), after_path_truncate(path, r, len), 1)
 }
 
 int truncate64(const char *path, off64_t len) {
     resolve_truncate64();
-    FD_BODY(real_truncate64(path, len), after_path_truncate(path, r, len))
+    FD_BODY(real_truncate64(path, len), after_path_truncate(path, r, len), 1)
 }
 
 HIDDEN void after_fallocate(int fd, int ok, int mode, off64_t off, off64_t len) {
@@ -399,23 +427,23 @@ HIDDEN void after_fallocate(int fd, int ok, int mode, off64_t off, off64_t len) 
 
 int fallocate(int fd, int mode, off_t off, off_t len) {
     resolve_fallocate();
-    FD_BODY(real_fallocate(fd, mode, off, len), after_fallocate(fd, r == 0, mode, off, len))
+    FD_BODY(real_fallocate(fd, mode, off, len), after_fallocate(fd, r == 0, mode, off, len), 1)
 }
 
 int fallocate64(int fd, int mode, off64_t off, off64_t len) {
     resolve_fallocate64();
-    FD_BODY(real_fallocate64(fd, mode, off, len), after_fallocate(fd, r == 0, mode, off, len))
+    FD_BODY(real_fallocate64(fd, mode, off, len), after_fallocate(fd, r == 0, mode, off, len), 1)
 }
 
 /* posix_fallocate returns the error number, errno untouched */
 int posix_fallocate(int fd, off_t off, off_t len) {
     resolve_posix_fallocate();
-    FD_BODY(real_posix_fallocate(fd, off, len), after_fallocate(fd, r == 0, 0, off, len))
+    FD_BODY(real_posix_fallocate(fd, off, len), after_fallocate(fd, r == 0, 0, off, len), 1)
 }
 
 int posix_fallocate64(int fd, off64_t off, off64_t len) {
     resolve_posix_fallocate64();
-    FD_BODY(real_posix_fallocate64(fd, off, len), after_fallocate(fd, r == 0, 0, off, len))
+    FD_BODY(real_posix_fallocate64(fd, off, len), after_fallocate(fd, r == 0, 0, off, len), 1)
 }
 
 /* ---- syncs ---- */
@@ -468,7 +496,7 @@ static void after_sync_range(int fd, int r, off64_t off, off64_t n, unsigned fla
 
 int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags) {
     resolve_sync_file_range();
-    FD_BODY(real_sync_file_range(fd, off, n, flags), after_sync_range(fd, r, off, n, flags))
+    FD_BODY(real_sync_file_range(fd, off, n, flags), after_sync_range(fd, r, off, n, flags), 0)
 }
 
 static void after_sync_all(uint64_t start, int r, int fs) {

@@ -272,10 +272,13 @@ long syscall(long number, ...) {
     switch (number) {
     case SYS_fallocate: {
         int on = enter();
+        if (on)
+            order_lock(1); /* a size changes: exclusive (record.c, Order) */
         r = real_syscall(number, a1, a2, a3, a4, a5, a6);
         e = errno;
         if (on) {
             after_fallocate((int)a1, r == 0, (int)a2, (off64_t)a3, (off64_t)a4);
+            order_unlock();
             leave();
         }
         errno = e;

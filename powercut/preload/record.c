@@ -24,6 +24,23 @@
  * linearisation of the calls that respects their causal order (a call that began
  * after another returned comes after it). A sync also takes a number before its
  * call ("start"): it covers exactly the records numbered below its start.
+ * Causal order is not enough for calls that overlap in time and do not commute:
+ * the kernel applies them in one order, their records may be appended in the
+ * other. A truncation and a write past its length are such a pair (sled truncates
+ * its file on a thread of its own while its writers append: replayed in the wrong
+ * order, the write is cut off, and the check of the recording fails). So each
+ * recorded call holds the order lock from before its call until its record is
+ * appended: shared for a write at a given offset (two of those commute unless
+ * they write the same bytes, which no engine does concurrently), exclusive for a
+ * call that changes a size or whose offset is read back after it (truncate,
+ * fallocate, an open with O_TRUNC, a write at the file position or appending).
+ * Syncs and name changes take no order lock: a sync's start number already says
+ * what it covers, and names change only through the one lock that appends them
+ * (a rename racing a write through an open descriptor commutes with it).
+ *
+ * Test hook: POWERCUT_TEST_SIZE_DELAY_US (microseconds) makes a truncation wait
+ * that long between its call and its record, under the order lock, so a test can
+ * race a write against it deterministically.
  *
  * The layer's own I/O (the recording, its stat calls) goes through the real
  * syscall function, never through a wrapper; errno is saved after each real call
@@ -45,6 +62,9 @@ HIDDEN pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;
 static int frozen;
 static int in_flight;
+/* writers preferred: a truncation is not starved by a stream of writes */
+static pthread_rwlock_t order = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static long size_delay_us;
 
 HIDDEN void resolve_syscall(void) {
     if (!real_syscall)
@@ -271,6 +291,24 @@ HIDDEN void leave(void) {
     __atomic_sub_fetch(&in_flight, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The order lock (see Order above): taken after enter(), released before leave(),
+ * so a call blocked by the freeze holds none. */
+HIDDEN void order_lock(int exclusive) {
+    if (exclusive)
+        pthread_rwlock_wrlock(&order);
+    else
+        pthread_rwlock_rdlock(&order);
+}
+
+HIDDEN void order_unlock(void) {
+    pthread_rwlock_unlock(&order);
+}
+
+HIDDEN void test_size_delay(void) {
+    if (size_delay_us > 0)
+        raw_sleep_us(size_delay_us);
+}
+
 static void *freezer(void *arg) {
     char want[PATH_MAX + 16], done[PATH_MAX + 16];
     struct stat st;
@@ -424,6 +462,7 @@ __attribute__((constructor)) static void powercut_start(void) {
     const char *log = getenv("POWERCUT_LOG");
     const char *mark = getenv("POWERCUT_MARK_FD");
     const char *ctl = getenv("POWERCUT_CONTROL");
+    const char *delay = getenv("POWERCUT_TEST_SIZE_DELAY_US");
     struct stat st;
     struct rec rec = {0};
     char magic[] = MAGIC;
@@ -445,6 +484,8 @@ __attribute__((constructor)) static void powercut_start(void) {
     write_all(log_fd, &v, 1);
     if (mark && *mark)
         mark_fd = atoi(mark);
+    if (delay && *delay)
+        size_delay_us = atol(delay);
     pthread_mutex_lock(&lock);
     track_locked(st.st_dev, st.st_ino);
     rec.kind = K_ROOT;

@@ -112,6 +112,9 @@ HIDDEN uint64_t reserve(void);
 HIDDEN void unsupported(int fatal, const char *what, const char *p);
 HIDDEN int enter(void);
 HIDDEN void leave(void);
+HIDDEN void order_lock(int exclusive);
+HIDDEN void order_unlock(void);
+HIDDEN void test_size_delay(void);
 HIDDEN int absolute(int dirfd, const char *path, char *out);
 HIDDEN int relative(int dirfd, const char *path, char *rel);
 

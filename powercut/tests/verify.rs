@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Run, file, image, record, record_verified};
+use common::{Run, file, image, record, record_env, record_verified};
 use powercut::image::read_tree;
 use powercut::{Durable, Error, State};
 
@@ -162,6 +162,30 @@ fn a_recording_without_its_freeze_is_not_whole() {
         run.history.verify(&run.root),
         Err(Error::Incomplete(_))
     ));
+}
+
+#[test]
+fn a_write_racing_a_truncation_is_recorded_in_the_order_it_took_effect() {
+    // A thread truncates `f` to 4096 bytes; once the truncation has taken effect
+    // the main thread writes past it, at 6000. The hook holds the truncation 300 ms
+    // between its call and its record. Were the write recorded in that window, the
+    // replay would cut it off (sled truncates its file on a thread of its own while
+    // its writers go on: a 2,000-cycle power audit of sled failed so). The order lock
+    // keeps the write waiting until the truncation is recorded.
+    let ops = ["race", "f", "4096", "6000", "late", "ack", "raced"];
+    let base: &[(&str, &[u8])] = &[("f", &[b'o'; 8000])];
+    let mut run = record_env(
+        "race",
+        base,
+        &ops,
+        &[("POWERCUT_TEST_SIZE_DELAY_US", "300000")],
+    );
+    run.history.verify(&run.root).unwrap();
+    let left = read_tree(&run.root).unwrap();
+    let mut want = vec![b'o'; 4096];
+    want.resize(6000, 0);
+    want.extend_from_slice(b"late");
+    assert_eq!(file(&left, "f"), &want[..]);
 }
 
 #[test]

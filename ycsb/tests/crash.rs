@@ -430,8 +430,12 @@ fn a_full_disk_fails_the_audit_with_the_childs_message() {
         "4000,12288",
         "--writers",
         "2",
+        // the kill must come after the child meets the full disk: at 5 s a busy CI
+        // machine's child had not yet filled the 24 MiB (a CI run failed so, its
+        // reopen meeting the full disk instead); the audit sleeps the whole time
+        // whatever the child does, so this test takes 30 s
         "--kill-after-ms",
-        "5000,5000",
+        "30000,30000",
         // no copy of the directory before a reopen: on the full file system the
         // parent's copy met the full disk before the child did (a CI run failed so)
         "--snapshot-max",

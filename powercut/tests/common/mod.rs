@@ -47,6 +47,11 @@ pub struct Run {
 /// Runs the child on `ops` against a root holding `base` (files, as durable
 /// before the run), freezes and kills it, and reads its history (not verified).
 pub fn record(name: &str, base: &[(&str, &[u8])], ops: &[&str]) -> Run {
+    record_env(name, base, ops, &[])
+}
+
+/// [`record`] with environment variables for the child (the layer's test hooks).
+pub fn record_env(name: &str, base: &[(&str, &[u8])], ops: &[&str], env: &[(&str, &str)]) -> Run {
     let dir = scratch(name);
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
@@ -58,7 +63,8 @@ pub fn record(name: &str, base: &[(&str, &[u8])], ops: &[&str]) -> Run {
     cmd.arg(&root)
         .args(ops)
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped());
+        .stdout(Stdio::piped())
+        .envs(env.iter().copied());
     recorder.apply(&mut cmd);
     let mut child = cmd.spawn().unwrap();
     let out = child.stdout.take().unwrap();
