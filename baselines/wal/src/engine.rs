@@ -381,13 +381,15 @@ impl Engine for WalEngine {
         if self.store.close() {
             return Ok(());
         }
+        // Writers that passed the closed check reserve their transactions first.
+        self.store.wait_writers();
         if self.read_only.is_some() {
             // Nothing was written since the open: the files are as open found them.
             self.stop_threads();
             lock_handoff(&self.lock).take();
             return Ok(());
         }
-        // Writers that passed the closed check finish; then a last checkpoint.
+        // Every transaction reserved completes; then a last checkpoint.
         let mut res = self
             .log
             .head()
@@ -455,6 +457,47 @@ mod tests {
         assert!(c.device_bytes_written.is_some());
         assert!(e.info().notes.iter().any(|n| n.contains("size unknown")));
         assert!(matches!(e.close(), Err(Error::Poisoned(_))));
+    }
+
+    #[test]
+    fn close_waits_for_a_writer_between_its_closed_check_and_its_reservation() {
+        // The writer passes the closed check and its admission, then pauses 300 ms
+        // (the hook) while close runs. Without the close gate, close returned at once
+        // and stopped the committer; the writer then queued a transaction no thread
+        // would write and waited for it for ever (found by review).
+        let vfs = MemVfs::new();
+        let cfg = Config::with_dir(Path::new("/mem/wal"));
+        let e = WalEngine::open_with(&vfs, cfg.clone()).unwrap();
+        let (passed, admitted) = std::sync::mpsc::channel();
+        let passed = Mutex::new(passed);
+        *e.writer.after_admit.lock().unwrap() = Some(Box::new(move || {
+            let _ = passed.lock().unwrap().send(());
+            std::thread::sleep(Duration::from_millis(300));
+        }));
+        let w = {
+            let e = e.clone();
+            std::thread::spawn(move || e.insert(b"late", b"value"))
+        };
+        admitted.recv_timeout(Duration::from_secs(10)).unwrap();
+        let closed = e.close();
+        let t0 = Instant::now();
+        while !w.is_finished() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the writer waits for ever after close"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let wrote = w.join().unwrap();
+        closed.unwrap();
+        wrote.unwrap();
+        // a later writer is refused
+        assert!(matches!(e.insert(b"after", b"v"), Err(Error::Closed)));
+        drop(e);
+        let e = WalEngine::open_with(&vfs, cfg).unwrap();
+        assert_eq!(e.get(b"late").unwrap().as_deref(), Some(&b"value"[..]));
+        assert_eq!(e.get(b"after").unwrap(), None);
+        e.close().unwrap();
     }
 
     #[test]

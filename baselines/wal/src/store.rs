@@ -1,7 +1,9 @@
 //! The in-memory pool that readers and writers share: the heap (image, index,
 //! allocators) with its dirty pages and the data extents waiting to be freed, under
 //! one read-write lock (the core lock); the large values whose data write is in
-//! flight; and whether the engine is closed.
+//! flight; and the close gate (whether the engine is closed, and the writers
+//! between their closed check and their transaction's reservation, which `close`
+//! waits for).
 //!
 //! Lock order: the core lock, then the log's (writers reserve their transaction
 //! while they hold the core lock, so ids follow the order changes were applied),
@@ -15,7 +17,7 @@ use crate::txn::TxBuild;
 use kvapi::Result;
 use kvapi::sync;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 const CORE: &str = "the meta image";
@@ -46,7 +48,20 @@ pub struct Store {
     /// Large values whose data write is in flight, by first block: reads see them
     /// here until the data file has them.
     inflight: Mutex<HashMap<u32, Arc<[u8]>>>,
-    closed: AtomicBool,
+    /// The close gate: [`CLOSED`], and below it the writers inside [`Store::enter`].
+    gate: AtomicU64,
+}
+
+/// The gate's bit for a closed engine.
+const CLOSED: u64 = 1 << 63;
+
+/// A writer inside the close gate: `close` waits until it is dropped.
+pub struct Entered<'a>(&'a AtomicU64);
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Store {
@@ -59,7 +74,7 @@ impl Store {
                 pending_free: Vec::new(),
             }),
             inflight: Mutex::new(HashMap::new()),
-            closed: AtomicBool::new(false),
+            gate: AtomicU64::new(0),
         }
     }
 
@@ -71,13 +86,37 @@ impl Store {
         sync::write(&self.core, CORE)
     }
 
-    /// Marks the engine closed; true if it was already.
+    /// Marks the engine closed; true if it was already. Writers inside the gate
+    /// go on: [`Store::wait_writers`] waits for them.
     pub fn close(&self) -> bool {
-        self.closed.swap(true, Ordering::AcqRel)
+        self.gate.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED != 0
     }
 
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.gate.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// A writer passes the closed check and stays inside the gate until the guard
+    /// drops (when its transaction is reserved, or it gave up). `Closed` once the
+    /// engine is closed. One counter serves both, so a writer either entered before
+    /// the close (and is waited for) or sees it.
+    pub fn enter(&self) -> Result<Entered<'_>> {
+        if self.gate.fetch_add(1, Ordering::AcqRel) & CLOSED != 0 {
+            self.gate.fetch_sub(1, Ordering::AcqRel);
+            return Err(kvapi::Error::Closed);
+        }
+        Ok(Entered(&self.gate))
+    }
+
+    /// After [`Store::close`]: waits until no writer is inside the gate, so every
+    /// transaction a writer will reserve is reserved (none is queued after the
+    /// committer stopped, where no thread would write it and its writer would wait
+    /// for ever). A writer inside waits at most for log space, which the
+    /// checkpointer (still running) frees, or fails.
+    pub fn wait_writers(&self) {
+        while self.gate.load(Ordering::Acquire) & !CLOSED != 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// Publishes a large value whose data write is about to run (with the core lock

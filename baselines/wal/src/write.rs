@@ -57,7 +57,14 @@ pub struct Writer {
     data_first: usize,
     /// The memory budget (`wal.memory`) the image and its index must fit in.
     memory: Option<u64>,
+    /// Test hook: runs after each admission, before the change is applied.
+    #[cfg(test)]
+    pub(crate) after_admit: Arc<std::sync::Mutex<Option<Hook>>>,
 }
+
+/// A test hook of the write path.
+#[cfg(test)]
+pub(crate) type Hook = Box<dyn Fn() + Send + Sync>;
 
 /// Log blocks to admit a transaction writing a record of `rec` bytes for: at most
 /// three pages change (superblock, old page, new page), in at most 12 entries.
@@ -85,6 +92,8 @@ impl Writer {
             large_value: cfg.large_value,
             data_first: cfg.data_first,
             memory: cfg.memory,
+            #[cfg(test)]
+            after_admit: Arc::default(),
         }
     }
 
@@ -131,9 +140,8 @@ impl Writer {
     /// the second delete at once would promise what a crash can still undo (the
     /// durability audit found that: a key back at its value from before both).
     pub fn begin(&self, key: &[u8], op: &Op, force_data_first: bool) -> Result<Begun> {
-        if self.store.is_closed() {
-            return Err(Error::Closed);
-        }
+        // inside the close gate until the transaction is reserved: close waits
+        let _entered = self.store.enter()?;
         self.log.check()?;
         let limits = limits();
         match *op {
@@ -260,7 +268,12 @@ impl Writer {
 
     /// Admission; while this writer waits for log space, a checkpoint is asked for.
     fn admit(&self, need: u64) -> Result<()> {
-        self.log.admit(need, || self.checkpointer.request())
+        self.log.admit(need, || self.checkpointer.request())?;
+        #[cfg(test)]
+        if let Some(hook) = &*kvapi::sync::lock(&self.after_admit, "the test hook")? {
+            hook();
+        }
+        Ok(())
     }
 
     /// Reserves the built transaction in the log (with the core lock held), marks
