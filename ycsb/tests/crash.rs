@@ -430,12 +430,11 @@ fn a_full_disk_fails_the_audit_with_the_childs_message() {
         "4000,12288",
         "--writers",
         "2",
-        // the kill must come after the child meets the full disk: at 5 s a busy CI
-        // machine's child had not yet filled the 24 MiB (a CI run failed so, its
-        // reopen meeting the full disk instead); the audit sleeps the whole time
-        // whatever the child does, so this test takes 30 s
+        // the kill should come after the child meets the full disk; the audit stops
+        // waiting as soon as the child exits, so a long delay costs nothing when the
+        // child fails early (here within 2 s, also with both cores busy)
         "--kill-after-ms",
-        "30000,30000",
+        "60000,60000",
         // no copy of the directory before a reopen: on the full file system the
         // parent's copy met the full disk before the child did (a CI run failed so)
         "--snapshot-max",
@@ -447,20 +446,26 @@ fn a_full_disk_fails_the_audit_with_the_childs_message() {
     ]);
     let all = text(&o);
     assert_eq!(o.status.code(), Some(1), "{all}");
-    assert!(all.contains("exited by itself with code 1"), "{all}");
     assert!(all.contains("No space left on device"), "{all}");
     assert!(!all.contains("no acknowledged write lost"), "{all}");
-    // the result says why
+    assert!(!all.contains("panicked"), "{all}");
     let j = json(&out);
-    assert!(
-        j["failure"].as_str().unwrap().contains("exited by itself"),
-        "{j}"
-    );
+    let failure = j["failure"].as_str().unwrap();
     let err = j["child_stderr"].as_array().unwrap();
-    assert!(
-        err.iter().any(|l| l.as_str().unwrap().contains("No space")),
-        "{j}"
-    );
+    // Two CI runs had a sled child still running on the full disk at 5 s and at 30
+    // s (its reopen then met the full disk): the audit must fail either way, naming
+    // the full disk, and never pass.
+    if failure.contains("exited by itself") {
+        assert!(
+            err.iter().any(|l| l.as_str().unwrap().contains("No space")),
+            "{j}"
+        );
+    } else {
+        assert!(
+            failure.contains("does not reopen") && failure.contains("No space"),
+            "{j}"
+        );
+    }
 }
 
 #[cfg(feature = "rocksdb")]

@@ -64,7 +64,18 @@ pub(crate) fn engine_info(
              (when on) is written through the OS page cache"
                 .into(),
         );
-    } else if !cfg.direct_io {
+    }
+    if cfg.drops_log_pages() {
+        notes.push(
+            "wiredtiger.log_os_cache=drop: every 100 ms the engine advises the kernel to drop \
+             the log files' pages (posix_fadvise DONTNEED: dirty pages start their writeback, \
+             clean ones leave the page cache), which would otherwise stay cached, charged to \
+             the budget, until a checkpoint removes the file; the log is read only by \
+             recovery, and what is durable does not change"
+                .into(),
+        );
+    }
+    if !direct_io && !cfg.direct_io {
         notes.push(
             "buffered I/O (wiredtiger.direct_io=false): the OS page cache also caches data, \
              outside the budget"

@@ -13,7 +13,8 @@
 //!
 //! Options (`wiredtiger.*`): `dir`, `memory` (the memory budget: the cache, unless
 //! `cache` is given), `cache` (bytes, default 256M), `durability`,
-//! `direct_io` (data files, default true), `checkpoint_secs` (default 60),
+//! `direct_io` (data files, default true), `log_os_cache` (`drop`, the default, or
+//! `keep`: the log's pages in the OS page cache), `checkpoint_secs` (default 60),
 //! `session_max` (default 1024), `log_file_max` (default 100M), `leaf_page_max` and
 //! `internal_page_max` (default 4K), `eviction_threads_min`/`_max` (default 1/8, as
 //! WiredTiger's).

@@ -383,6 +383,12 @@ pub(super) fn crash(a: &CrashArgs) -> Result<()> {
             report.not_snapshot, a.snapshot_max
         );
     }
+    if report.snapshot_no_space > 0 {
+        eprintln!(
+            "{} cycles' copy of the data directory as the kill left it met a full file system: the partial copy was removed, the cycle checked without it",
+            report.snapshot_no_space
+        );
+    }
     let written = match &a.out {
         None => Ok(()),
         Some(out) => {

@@ -114,6 +114,8 @@ pub struct Report {
     pub path: Option<String>,
     /// Cycles whose data directory was too large to copy as the kill left it.
     pub not_snapshot: u64,
+    /// Cycles whose copy met a full file system (the partial copy removed).
+    pub snapshot_no_space: u64,
     /// What the power cuts checked (`--power`).
     pub power: Option<CrashPower>,
 }
@@ -176,7 +178,7 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
         if ready {
             let (lo, hi) = a.kill_after_ms;
             let ms = lo + rng.below(hi.saturating_sub(lo) + 1);
-            std::thread::sleep(Duration::from_millis(ms));
+            w.sleep_while_alive(Duration::from_millis(ms));
         }
         let frozen = match &recorder {
             Some(r) if ready => r.freeze(FREEZE_TIMEOUT, &mut || w.alive()).err(),
@@ -243,8 +245,10 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
                 return Ok(report);
             }
         }
-        if !keep::snapshot(&a.data, a.snapshot_max)? {
-            report.not_snapshot += 1;
+        match keep::snapshot(&a.data, a.snapshot_max)? {
+            keep::Snapshot::Copied => {}
+            keep::Snapshot::TooLarge => report.not_snapshot += 1,
+            keep::Snapshot::NoSpace => report.snapshot_no_space += 1,
         }
         // a child killed in the middle of reopening the engine
         if a.recovery_kills > 0.0 && rng.next_f64() < a.recovery_kills {
@@ -295,7 +299,8 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
                     cycle,
                     kind: Kind::Reopen,
                     what: format!("the engine does not reopen after the kill{after}: {e}"),
-                    stderr: Vec::new(),
+                    // what the killed writer said last (it may have met the cause)
+                    stderr: ended.stderr.clone(),
                 });
                 return Ok(report);
             }

@@ -66,16 +66,33 @@ fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Whether the data directory was copied as the kill left it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Snapshot {
+    Copied,
+    /// The directory held more than the limit.
+    TooLarge,
+    /// The copy met a full file system: the partial copy is removed (the audit goes
+    /// on without it; the engine's own data is untouched).
+    NoSpace,
+}
+
 /// Replaces the image of the data directory as the kill left it, if the directory
-/// holds at most `max` bytes (a copy per cycle); returns whether it did.
-pub fn snapshot(data: &Path, max: u64) -> Result<bool> {
+/// holds at most `max` bytes (a copy per cycle).
+pub fn snapshot(data: &Path, max: u64) -> Result<Snapshot> {
     let img = killed_image(data);
     remove(&img)?;
     if tree_bytes(data)? > max {
-        return Ok(false);
+        return Ok(Snapshot::TooLarge);
     }
-    copy_tree(data, &img)?;
-    Ok(true)
+    match copy_tree(data, &img) {
+        Ok(()) => Ok(Snapshot::Copied),
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOSPC) => {
+            remove(&img)?;
+            Ok(Snapshot::NoSpace)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Keeps the evidence of `cycle` in `<data>.kept-cycle<N>` (a new name if that one is
@@ -102,4 +119,35 @@ pub fn keep(data: &Path, cycle: u64, stop: bool) -> Result<PathBuf> {
         copy_tree(data, &to)?;
     }
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_copy_that_meets_a_full_file_system_is_removed_and_reported() {
+        let fs = match kvtestkit::testfs::SmallFs::new("keep-nospace", 16) {
+            Ok(fs) => fs,
+            Err(why) => return eprintln!("SKIP full-disk snapshot test: {why}"),
+        };
+        let data = fs.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        // more than half the file system: its copy cannot fit
+        let body: Vec<u8> = (0..9u32 << 20).map(|i| (i * 7 + 3) as u8).collect();
+        std::fs::write(data.join("f"), &body).unwrap();
+        assert_eq!(snapshot(&data, u64::MAX).unwrap(), Snapshot::NoSpace);
+        assert!(!killed_image(&data).exists(), "the partial copy was left");
+        assert_eq!(std::fs::read(data.join("f")).unwrap(), body);
+        // a small directory on the same file system is copied
+        std::fs::remove_file(data.join("f")).unwrap();
+        std::fs::write(data.join("g"), b"kept").unwrap();
+        assert_eq!(snapshot(&data, u64::MAX).unwrap(), Snapshot::Copied);
+        assert_eq!(
+            std::fs::read(killed_image(&data).join("g")).unwrap(),
+            b"kept"
+        );
+        assert_eq!(snapshot(&data, 1).unwrap(), Snapshot::TooLarge);
+        assert!(!killed_image(&data).exists());
+    }
 }

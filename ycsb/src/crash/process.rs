@@ -137,6 +137,23 @@ impl Running {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Sleeps `d`, or less when the child ends before: true when it still runs. A
+    /// writer that fails (a full disk, an engine error) is reported at once rather
+    /// than after the whole kill delay.
+    pub fn sleep_while_alive(&mut self, d: Duration) -> bool {
+        let deadline = Instant::now() + d;
+        loop {
+            if !self.alive() {
+                return false;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(5)));
+        }
+    }
+
     /// Kills the child with SIGKILL (a child already dead is only reaped), waits for
     /// it, and reads what it left on its pipes.
     pub fn kill(mut self) -> Result<Ended> {

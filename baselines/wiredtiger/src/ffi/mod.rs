@@ -10,6 +10,7 @@
 
 mod connection;
 pub(crate) mod heap;
+pub(crate) mod oscache;
 mod report;
 mod session;
 pub(crate) mod stat;
