@@ -14,7 +14,7 @@ use ycsb::{Error, Result, engines, runner, trace};
 
 #[derive(Args, Debug)]
 pub(super) struct PhaseArgs {
-    /// Engine: kvell, wal, rocksdb, sled or null.
+    /// Engine: kvell, wal, rocksdb, sled, wiredtiger or null (`ycsb engines` lists those of this build).
     #[arg(long)]
     pub(super) engine: String,
     #[command(flatten)]
