@@ -25,7 +25,10 @@ pub(crate) const TABLE_FILE: &str = "file:kv.wt";
 /// one, rolls back and is retried until the first commits (WiredTiger retries an
 /// autocommit cursor write on `WT_ROLLBACK` itself: `TXN_API_END_RETRY`, api.h), so
 /// a key's update chain and its log records are in commit order. The retries are
-/// the counter `write_conflicts`.
+/// the counter `write_conflicts`. Since the adapter serialises a key's writers
+/// before they enter WiredTiger (`keylocks`), such meetings no longer happen in
+/// the adapter's own calls; snapshot isolation stays as the guarantee that does not
+/// depend on the adapter.
 pub(crate) const SESSION_CONFIG: &str = "isolation=snapshot";
 /// Cursors: insert is an upsert and remove of a missing key succeeds.
 pub(crate) const CURSOR_CONFIG: &str = "overwrite=true";
@@ -65,6 +68,15 @@ pub(crate) struct Config {
     pub(crate) internal_page_max: u64,
     pub(crate) eviction_threads_min: u64,
     pub(crate) eviction_threads_max: u64,
+    /// `wiredtiger.write_tickets`: at most this many writes inside WiredTiger at
+    /// once (0: no limit).
+    pub(crate) write_tickets: usize,
+}
+
+/// `wiredtiger.write_tickets` by default: two per CPU this process may run on (4 on
+/// the 2-core development VM); see DESIGN.md, "Write tickets".
+fn default_write_tickets() -> u64 {
+    std::thread::available_parallelism().map_or(2, |n| n.get() as u64) * 2
 }
 
 /// The cache a memory budget (`wiredtiger.memory`) gives WiredTiger: the budget,
@@ -192,7 +204,15 @@ impl Config {
             20,
             "eviction_threads_min to 20 threads",
         )?;
+        let write_tickets = range(
+            "write_tickets",
+            o.u64("write_tickets", default_write_tickets())?,
+            0,
+            1 << 20,
+            "0 (no limit) or the most writes inside WiredTiger at once",
+        )?;
         Ok(Config {
+            write_tickets: usize::try_from(write_tickets).unwrap_or(usize::MAX),
             home: dir.join(HOME),
             dir,
             durability,

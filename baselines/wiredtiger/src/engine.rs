@@ -3,6 +3,7 @@
 
 use crate::config::{self, Config, LIMITS};
 use crate::ffi::{Connection, EINVAL, Session};
+use crate::keylocks::{KeyLocks, WriteTickets};
 use crate::sessions::Sessions;
 use crate::{counters, error, info};
 use kvapi::{Counters, DirLock, Engine, EngineInfo, Error, Options, Pair, Result, claim_dir};
@@ -10,6 +11,10 @@ use kvapi::{Counters, DirLock, Engine, EngineInfo, Error, Options, Pair, Result,
 /// An open WiredTiger database.
 pub struct WiredTigerEngine {
     sessions: Sessions,
+    /// Writers of one key, one at a time (see `keylocks`).
+    writers: KeyLocks,
+    /// How many writes are inside WiredTiger at once (`wiredtiger.write_tickets`).
+    tickets: WriteTickets,
     info: EngineInfo,
     trimmer: Trimmer,
     /// `cache_size` now: set at open, changed by the driver's memory governor
@@ -97,6 +102,8 @@ impl WiredTigerEngine {
         let info = info::engine_info(o, &cfg, direct_io, notes);
         Ok(WiredTigerEngine {
             sessions: Sessions::new(conn, cfg.home.clone()),
+            writers: KeyLocks::new(),
+            tickets: WriteTickets::new(cfg.write_tickets),
             info,
             trimmer: Trimmer::start(cfg.drops_log_pages().then(|| cfg.home.clone()))?,
             capacity: std::sync::atomic::AtomicU64::new(cfg.cache_bytes),
@@ -111,6 +118,8 @@ impl WiredTigerEngine {
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         LIMITS.check_put(key, value)?;
+        let _writer = self.writers.hold(key);
+        let _ticket = self.tickets.take();
         self.sessions.with("insert", |s| s.put(key, value))
     }
 }
@@ -179,6 +188,8 @@ impl Engine for WiredTigerEngine {
 
     fn delete(&self, key: &[u8]) -> Result<()> {
         LIMITS.check_key(key)?;
+        let _writer = self.writers.hold(key);
+        let _ticket = self.tickets.take();
         self.sessions.with("remove", |s| s.remove(key))
     }
 
@@ -194,7 +205,14 @@ impl Engine for WiredTigerEngine {
             .sessions
             .with("statistics", |s| s.stats(&counters::STATS))
         {
-            Ok(v) => counters::from_statistics(&v),
+            Ok(v) => {
+                let mut c = counters::from_statistics(&v);
+                c.extra
+                    .push(("key_lock_waits".to_string(), self.writers.waits()));
+                c.extra
+                    .push(("write_ticket_waits".to_string(), self.tickets.waits()));
+                c
+            }
             // closed (or WiredTiger failed): nothing to report
             Err(_) => Counters::default(),
         }

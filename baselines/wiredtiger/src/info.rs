@@ -26,6 +26,13 @@ pub(crate) fn engine_info(
          the paper does not publish its WiredTiger settings beyond that"
             .into(),
     );
+    notes.push(format!(
+        "writers of one key wait for each other before WiredTiger (a striped lock over the \
+         key, counted as key_lock_waits), then for one of {} write tickets (writes inside \
+         WiredTiger at once; 0 = no limit; counted as write_ticket_waits), as a database in \
+         front of WiredTiger admits them; reads and scans take neither",
+        cfg.write_tickets
+    ));
     if let Some(m) = cfg.memory {
         settings.push((
             "memory_split".into(),

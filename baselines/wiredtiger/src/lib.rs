@@ -17,7 +17,8 @@
 //! `keep`: the log's pages in the OS page cache), `checkpoint_secs` (default 60),
 //! `session_max` (default 1024), `log_file_max` (default 100M), `leaf_page_max` and
 //! `internal_page_max` (default 4K), `eviction_threads_min`/`_max` (default 1/8, as
-//! WiredTiger's).
+//! WiredTiger's), `write_tickets` (writes inside WiredTiger at once, default two per
+//! CPU, 0 for no limit).
 //!
 //! Built without WiredTiger (no libwiredtiger-dev found by pkg-config), the crate
 //! still compiles: [`AVAILABLE`] is false and [`open_engine`] says what is missing.
@@ -35,6 +36,8 @@ mod error;
 mod ffi;
 #[cfg(not(wt_missing))]
 mod info;
+#[cfg(not(wt_missing))]
+mod keylocks;
 #[cfg(wt_missing)]
 mod missing;
 #[cfg(not(wt_missing))]

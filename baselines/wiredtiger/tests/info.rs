@@ -78,6 +78,15 @@ fn states_durability_and_configuration_strings() {
         assert!(setting(&i, "library").starts_with("WiredTiger 3."));
         assert_eq!(setting(&i, "durability"), class);
         assert_eq!(setting(&i, "checkpoint_secs"), "60");
+        // two write tickets per CPU, stated with the key locks in a note
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(setting(&i, "write_tickets"), (2 * cpus).to_string());
+        assert!(
+            i.notes
+                .iter()
+                .any(|n| n.contains(&format!("{} write tickets", 2 * cpus))
+                    && n.contains("key_lock_waits"))
+        );
         assert!(i.notes.iter().any(|n| n.contains("cache_size")));
         assert!(i.notes.iter().any(|n| n.contains("session")));
         e.close().unwrap();
