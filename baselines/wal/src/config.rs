@@ -8,8 +8,8 @@ pub const ENGINE_NAME: &str = "wal";
 pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 64 << 20;
 /// Why a budget refuses: what `Error::OverBudget` says the engine must hold.
-pub const OVER_BUDGET: &str = "the WAL engine keeps its whole image in memory (the image \
-    pages and their index)";
+pub const OVER_BUDGET: &str = "the WAL engine keeps its ordered index and page table in \
+    memory, and a page cache of at least 64 pages";
 
 /// How an acknowledged write reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,12 +46,12 @@ pub struct Config {
     /// Large values above this many bytes are written (and synced) before the WAL
     /// record; smaller large values are written in parallel with it.
     pub data_first: usize,
-    /// The cache figure given (`wal.cache`, 0 = none): stated as the engine's cache
-    /// budget, bounds nothing (the engine has no cache).
+    /// The page cache's size without a memory budget (`wal.cache`, 0 = unbounded).
     pub cache: u64,
-    /// The memory budget (`wal.memory`): the image and its index must fit in it; a
-    /// write that would grow them beyond it is refused (`Error::OverBudget`), and so
-    /// is an open whose replayed image does not fit. `None`: no budget.
+    /// The memory budget (`wal.memory`): the index and the page table, then the page
+    /// cache in what they leave; a new key whose index entry would leave the cache
+    /// less than its least is refused (`Error::OverBudget`), and so is an open whose
+    /// index does not fit. `None`: no budget.
     pub memory: Option<u64>,
     /// Every option as resolved, for the result file.
     pub settings: Vec<(String, String)>,

@@ -38,6 +38,8 @@ pub struct WalEngine {
     writer: Writer,
     /// Why the last replay stopped, for the notes.
     replay_stop: String,
+    /// Whether the files bypass the OS page cache (O_DIRECT).
+    direct: bool,
     /// Why this open serves reads only: its checkpoint found no space on the device.
     read_only: Option<String>,
     /// Hand-off slots: the threads' join handles and the directory claim.
@@ -67,14 +69,14 @@ impl WalEngine {
         let t0 = Instant::now();
         let stats = Arc::new(Stats::default());
         let o = open_files(vfs, &cfg, &stats, t0)?;
-        // The whole image lives in memory: one that does not fit the budget is
-        // refused before anything is written.
-        if let Some(budget) = cfg.memory
-            && o.heap.memory_bytes() > budget
-        {
+        let direct_io = o.files.direct;
+        // The index and page table live in memory whatever the cache: if they leave
+        // the cache less than its least, the open is refused before anything is
+        // written.
+        if let Some((needed, budget)) = o.heap.fixed_fits(0) {
             return Err(Error::OverBudget {
-                what: format!("{OVER_BUDGET}: the image replayed at open does not fit"),
-                needed: o.heap.memory_bytes(),
+                what: format!("{OVER_BUDGET}: the index replayed at open does not fit"),
+                needed,
                 budget,
             });
         }
@@ -100,7 +102,7 @@ impl WalEngine {
             cfg.mode != Mode::NoneProcess,
             stats.clone(),
         ));
-        let store = Arc::new(Store::new(o.heap, o.dirty));
+        let store = Arc::new(Store::new(o.heap, o.dirty, stats.clone()));
         let checkpointer = Arc::new(Checkpointer::new(
             log.clone(),
             store.clone(),
@@ -194,6 +196,7 @@ impl WalEngine {
             reader,
             writer,
             replay_stop: o.replay_stop,
+            direct: direct_io,
             read_only,
             threads: Mutex::new(threads),
             lock: Mutex::new(None),
@@ -209,6 +212,13 @@ impl WalEngine {
     /// data extents freed before it become reusable.
     pub fn flush_header(&self) -> Result<()> {
         self.checkpointer.flush_header()
+    }
+
+    /// Drops every clean page from the page cache, as memory pressure would (tests,
+    /// benchmarks): every later access to them reads the meta file.
+    pub fn evict_clean_pages(&self) -> Result<()> {
+        self.store.write()?.heap_mut().image_mut().evict_clean();
+        Ok(())
     }
 
     /// Log blocks in use (between the checkpoint and the head).
@@ -246,10 +256,10 @@ impl Engine for WalEngine {
             ),
         };
         let n = self.log.blocks();
-        let held = self
-            .store
-            .read()
-            .map(|core| (core.heap().image_bytes(), core.heap().index_bytes()));
+        let held = self.store.read().map(|core| {
+            let h = core.heap();
+            (h.image_bytes(), h.index_bytes(), h.frame_limit())
+        });
         let mut settings = cfg.settings.clone();
         settings.push(("log_blocks".into(), n.to_string()));
         settings.push(("durability_mode".into(), cfg.mode.name().into()));
@@ -257,30 +267,37 @@ impl Engine for WalEngine {
             settings.push((
                 "memory_split".into(),
                 format!(
-                    "the whole budget ({m} bytes) for the image and its index, which must \
-                     fit: no cache to size, a write that would grow them beyond it is \
-                     refused (OVER_BUDGET)"
+                    "the budget ({m} bytes) holds the ordered index and the page table (10 \
+                     bytes per meta page), always in memory; the page cache gets the rest \
+                     (at least {} pages), shrinking as the index grows; a write of a new key \
+                     whose index entry would leave the cache less is refused (OVER_BUDGET)",
+                    crate::image::MIN_FRAMES
                 ),
             ));
         }
         let mut notes = vec![
             match cfg.memory {
                 Some(m) => format!(
-                    "the meta image (ordered index keys, records and values under \
-                     wal.large_value) is wholly memory-resident by design: with wal.memory \
-                     ({m} bytes) a write that would grow the image and its index beyond it is \
-                     refused with OVER_BUDGET (not applied; nothing acknowledged is \
-                     affected), and an open whose image does not fit fails"
+                    "the meta image (records and values under wal.large_value) is paged: \
+                     pages are read from the meta file on a miss into a cache bounded by \
+                     wal.memory ({m} bytes) less the index and page table; clean pages are \
+                     evicted (CLOCK), dirty ones stay until a checkpoint wrote them, and \
+                     writers wait for a checkpoint while dirty pages pass a quarter of the cache; \
+                     a fifth of what the index leaves is kept for a checkpoint's copies"
                 ),
-                None => "the meta image (ordered index keys, records and values under \
-                         wal.large_value) is wholly memory-resident by design, loaded on open \
-                         and changed in place; no wal.memory budget: it grows with the data"
+                None if cfg.cache > 0 => format!(
+                    "the meta image is paged through a cache of wal.cache ({} bytes); the \
+                     index and page table are outside it",
+                    cfg.cache
+                ),
+                None => "the meta image is paged, but with neither wal.memory nor wal.cache \
+                         no page is ever evicted: it grows with the data"
                     .to_string(),
             },
             match &held {
-                Ok((image, index)) => format!(
-                    "meta image now {image} bytes, its index {index} bytes (memory.image, \
-                     memory.index)"
+                Ok((image, index, frames)) => format!(
+                    "resident meta pages now {image} bytes (cache limit {frames} pages), the \
+                     index {index} bytes (memory.image, memory.index, memory.page_table)"
                 ),
                 Err(e) => format!("meta image size unknown: {e}"),
             },
@@ -291,14 +308,17 @@ impl Engine for WalEngine {
                 }
                 None => "opened for reads and writes".to_string(),
             },
-            "large values are read from the data file with pread through the OS page cache \
-             (no direct I/O, no own cache): those pages are bounded only by the driver's \
-             memory cgroup"
-                .to_string(),
-            "the WAL, meta and data files are written through the OS page cache (no direct \
-             I/O): their cached pages are outside the engine's own accounting, bounded only by \
-             the driver's memory cgroup"
-                .to_string(),
+            if self.direct {
+                "the WAL, meta and data files are read and written with O_DIRECT (no OS page \
+                 cache); large values are read from the data file at every get (no cache of \
+                 their own)"
+                    .to_string()
+            } else {
+                "the file system refused O_DIRECT: the WAL, meta and data files go through the \
+                 OS page cache, outside the engine's own accounting, bounded only by the \
+                 driver's memory cgroup"
+                    .to_string()
+            },
             "a checkpoint holds copies of the dirty pages while it writes them \
              (memory.checkpoint_copies), for its duration, on top of the image"
                 .to_string(),
@@ -308,19 +328,9 @@ impl Engine for WalEngine {
             "wal.log_size applies when the WAL is created; an existing WAL keeps its size"
                 .to_string(),
         ];
-        if cfg.cache > 0 {
+        if cfg.cache > 0 && cfg.memory.is_some() {
             notes.push(format!(
-                "wal.cache ({} bytes) is stated as the cache budget and bounds nothing (the \
-                 engine has no cache; wal.memory is the budget it holds to)",
-                cfg.cache
-            ));
-        }
-        if let Ok((image, _)) = held
-            && cfg.cache > 0
-            && image > cfg.cache
-        {
-            notes.push(format!(
-                "the meta image ({image} bytes) exceeds wal.cache ({} bytes)",
+                "wal.cache ({} bytes) is overridden by wal.memory, which sizes the cache",
                 cfg.cache
             ));
         }
@@ -329,7 +339,7 @@ impl Engine for WalEngine {
             durability,
             durability_setting: setting.into(),
             cache_bytes: (cfg.cache > 0).then_some(cfg.cache),
-            direct_io: Some(false),
+            direct_io: Some(self.direct),
             settings,
             notes,
             limits: limits(),
@@ -358,18 +368,8 @@ impl Engine for WalEngine {
 
     fn counters(&self) -> Counters {
         // Without the image (a panic poisoned its lock) the other counters stand.
-        let (items, index_bytes, image_bytes) = match self.store.read() {
-            Ok(core) => {
-                let h = core.heap();
-                (
-                    Some(h.items()),
-                    Some(h.index_bytes()),
-                    Some(h.image_bytes()),
-                )
-            }
-            Err(_) => (None, None, None),
-        };
-        self.stats.counters(items, index_bytes, image_bytes)
+        let gauges = self.store.read().ok().map(|core| core.heap().gauges());
+        self.stats.counters(gauges)
     }
 
     fn native_async(self: Arc<Self>) -> Option<Arc<dyn kvapi::AsyncEngine>> {

@@ -1,5 +1,6 @@
-//! The memory-resident meta image: its pages, the superblock, the records in slab
-//! pages, the page CRCs of the meta file, and redo entries applied to it.
+//! The meta image, paged through a bounded cache: its pages, the superblock, the
+//! records in slab pages, the page CRCs of the meta file, and redo entries applied
+//! to it.
 //!
 //! The image is an array of 4 KiB pages, the same bytes as the meta file. Page 0 is
 //! the superblock; every other page is free (slot size 0) or a slab page of one slot
@@ -96,11 +97,6 @@ pub fn decode_record(slot: &[u8]) -> Option<(&[u8], Stored<'_>)> {
     }
 }
 
-/// The pages.
-pub struct Image {
-    pages: Vec<Box<[u8]>>,
-}
-
 /// Where a page keeps its CRC32 in the meta file: a reserved field (superblock byte
 /// 20, other pages byte 4). The in-memory image keeps it zero, so redo entries never
 /// see it.
@@ -126,12 +122,92 @@ pub fn unseal(bytes: &mut [u8], page: usize) -> bool {
     crc32fast::hash(bytes) == c
 }
 
-fn zero_page() -> Box<[u8]> {
-    vec![0u8; BLOCK].into_boxed_slice()
+/// A page's place in the cache: the frame it occupies, if resident, and how many
+/// finished checkpoints wrote it (a read from the meta file that overlapped one is
+/// thrown away; see [`Image::install`]).
+#[derive(Clone, Copy)]
+struct Slot {
+    frame: u32,
+    flushes: u32,
+}
+
+/// No frame: the page is not resident.
+const NONE: u32 = u32::MAX;
+
+/// A resident page.
+struct Frame {
+    page: u32,
+    bytes: Box<[u8]>,
+    /// Bumped by every change applied to the page.
+    version: u64,
+    /// The version the meta file holds (as of the last finished checkpoint, or the
+    /// load): the page is clean, and may be evicted, while `version == flushed`.
+    flushed: u64,
+    /// CLOCK's reference bit, set by every access (readers hold only the read lock).
+    referenced: std::sync::atomic::AtomicBool,
+}
+
+/// The fewest frames a budget leaves the cache: a transaction's three pages and the
+/// superblock, many times over.
+pub const MIN_FRAMES: usize = 64;
+
+/// Bytes of the page table per meta page (the frame and flush count here, the used
+/// slots in the heap), counted in the budget.
+pub const TABLE_BYTES_PER_PAGE: u64 = 10;
+
+/// Where a miss reads its page from: the meta file, with its path for errors.
+pub struct Backing {
+    pub file: std::sync::Arc<dyn crate::io::Storage>,
+    pub path: std::path::PathBuf,
+}
+
+/// The image: `count` pages of 4 KiB, the same bytes as the meta file once every
+/// change is checkpointed. Pages are resident in frames (loaded from the meta file on
+/// a miss, or new) up to a capacity the heap sets from the memory budget; a clean
+/// page (the meta file holds it) may be evicted, a dirty one stays until a finished
+/// checkpoint has written it. Page 0, the superblock, is always resident.
+pub struct Image {
+    count: usize,
+    table: Vec<Slot>,
+    frames: Vec<Option<Frame>>,
+    free_frames: Vec<u32>,
+    /// CLOCK's hand over `frames`.
+    hand: usize,
+    /// Pages the meta file held at open or a checkpoint wrote: a page at or past it
+    /// that is not resident is new (zero), not read.
+    on_disk: usize,
+    backing: Option<Backing>,
+    /// Pages the current transaction touches, not to be evicted while it loads others.
+    protect: [u32; 4],
+    /// The frames the cache may hold, as the heap last set it: a page a change adds
+    /// makes room under it.
+    limit: usize,
+    dirty_frames: usize,
+    loads: u64,
+    evictions: u64,
+}
+
+/// A page the cache does not hold, to be read from the meta file outside the core
+/// lock and installed with [`Image::install`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Miss {
+    pub page: u32,
+    /// The page's flush count when the miss was found.
+    pub flushes: u32,
+}
+
+/// What [`Image::install`] did with a page read after a miss.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Installed {
+    /// Now resident (or already was).
+    Yes,
+    /// A checkpoint wrote the page while it was being read: read it again.
+    Stale,
 }
 
 impl Image {
-    /// A fresh image: the superblock only.
+    /// A fresh image: the superblock only, resident; not backed by a file until
+    /// [`Image::back`].
     pub fn new(pool_id: u32) -> Image {
         let mut p = zero_page();
         wr_u32(&mut p, 0, META_MAGIC);
@@ -139,61 +215,359 @@ impl Image {
         wr_u32(&mut p, 8, pool_id);
         wr_u32(&mut p, 12, BLOCK as u32);
         wr_u32(&mut p, SB_PAGE_COUNT, 1);
-        Image { pages: vec![p] }
+        let mut im = Image::empty(1);
+        im.put_frame(0, p, false);
+        im
     }
 
-    /// An image from the meta file's bytes (whole pages).
-    pub fn from_pages(pages: Vec<Box<[u8]>>) -> Image {
-        Image { pages }
+    /// An image of `count` pages, none resident, read from `backing` on demand
+    /// (`on_disk` pages of it hold data).
+    pub fn paged(count: usize, on_disk: usize, backing: Backing) -> Image {
+        let mut im = Image::empty(count.max(1));
+        im.on_disk = on_disk;
+        im.backing = Some(backing);
+        im
     }
 
-    /// Checks the superblock; returns the page count it records.
+    fn empty(count: usize) -> Image {
+        Image {
+            count,
+            table: vec![
+                Slot {
+                    frame: NONE,
+                    flushes: 0
+                };
+                count
+            ],
+            frames: Vec::new(),
+            free_frames: Vec::new(),
+            hand: 0,
+            on_disk: 0,
+            backing: None,
+            protect: [NONE; 4],
+            limit: usize::MAX,
+            dirty_frames: 0,
+            loads: 0,
+            evictions: 0,
+        }
+    }
+
+    /// Reads pages from `backing` from now on (the meta file of a created database).
+    pub fn back(&mut self, backing: Backing, on_disk: usize) {
+        self.backing = Some(backing);
+        self.on_disk = on_disk;
+    }
+
+    /// Checks the superblock (resident); returns the page count it records.
     pub fn check_superblock(&self, pool_id: u32) -> Result<u32, String> {
-        let p = self.pages.first().ok_or("empty meta file")?;
-        if rd_u32(p, 0) != META_MAGIC {
-            return Err("bad meta superblock magic".into());
-        }
-        if rd_u32(p, 4) != META_VERSION || rd_u32(p, 12) != BLOCK as u32 {
-            return Err(format!(
-                "unsupported meta version {} or page size {} (this build reads version \
-                 {META_VERSION}, pages of {BLOCK} bytes)",
-                rd_u32(p, 4),
-                rd_u32(p, 12)
-            ));
-        }
-        if rd_u32(p, 8) != pool_id {
-            return Err(format!(
-                "meta file belongs to pool {:#x}, the WAL to {pool_id:#x}",
-                rd_u32(p, 8)
-            ));
-        }
-        Ok(rd_u32(p, SB_PAGE_COUNT))
+        let p = self
+            .resident(0)
+            .ok_or("the meta superblock is not loaded")?;
+        check_superblock(p, pool_id)
     }
 
     pub fn page_count(&self) -> usize {
-        self.pages.len()
+        self.count
     }
 
-    pub fn page(&self, p: u32) -> &[u8] {
-        &self.pages[p as usize]
+    /// Page `p` if resident (and marks it used for CLOCK).
+    pub fn resident(&self, p: u32) -> Option<&[u8]> {
+        let f = self.table.get(p as usize)?.frame;
+        let fr = self.frames.get(f as usize)?.as_ref()?;
+        fr.referenced
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Some(&fr.bytes)
     }
 
-    /// Makes the image exactly `n` pages.
-    pub fn resize(&mut self, n: usize) {
-        self.pages.resize_with(n.max(1), zero_page);
+    /// Page `p` resident, or the miss to read it; a page past the meta file's end is
+    /// new (zero) and made resident by the write path, never read.
+    pub fn lookup(&self, p: u32) -> Result<&[u8], Miss> {
+        match self.resident(p) {
+            Some(b) => Ok(b),
+            None => Err(Miss {
+                page: p,
+                flushes: self.table.get(p as usize).map_or(0, |s| s.flushes),
+            }),
+        }
     }
 
-    /// Applies one redo entry (`payload` holds a copy entry's bytes). An entry past
-    /// the end grows the image; an entry never spans pages (the heap keeps every
-    /// structure inside one page), but one that did would still be applied.
-    pub fn apply(&mut self, e: &Entry, payload: &[u8]) {
-        if e.kind == Kind::Csum {
+    /// Whether page `p` must be read from the meta file to be used (not resident,
+    /// and the file holds it).
+    pub fn needs_read(&self, p: u32) -> Option<Miss> {
+        let s = self.table.get(p as usize)?;
+        (s.frame == NONE && (p as usize) < self.on_disk).then_some(Miss {
+            page: p,
+            flushes: s.flushes,
+        })
+    }
+
+    /// Reads page `p` from the meta file and checks its CRC (zeroing the field);
+    /// `Ok(None)` if it fails the check. Needs no lock: the caller installs it.
+    pub fn read_page(backing: &Backing, p: u32) -> std::io::Result<Option<Box<[u8]>>> {
+        let mut b = zero_page();
+        backing.file.read_at(&mut b, p as u64 * BLOCK as u64)?;
+        Ok(unseal(&mut b, p as usize).then_some(b))
+    }
+
+    pub fn backing(&self) -> Option<&Backing> {
+        self.backing.as_ref()
+    }
+
+    /// Installs page `m.page`, read after miss `m`, unless it became resident
+    /// meanwhile (then nothing changes) or a checkpoint wrote it since (`Stale`: the
+    /// bytes read may be older than the file's).
+    pub fn install(&mut self, m: Miss, bytes: Box<[u8]>, limit: usize) -> Installed {
+        let Some(s) = self.table.get(m.page as usize).copied() else {
+            return Installed::Yes; // the image shrank? nothing to hold
+        };
+        if s.frame != NONE {
+            return Installed::Yes;
+        }
+        if s.flushes != m.flushes {
+            return Installed::Stale;
+        }
+        self.make_room(limit);
+        self.loads += 1;
+        self.put_frame(m.page, bytes, false);
+        Installed::Yes
+    }
+
+    /// Makes page `p` resident now, reading it under the caller's lock if needed (a
+    /// page evicted between a writer's prefetch and its write lock, or replay).
+    /// A page failing its CRC is `Err` with `Some(p)`; an I/O error names itself.
+    pub fn load(&mut self, p: u32, limit: usize) -> Result<(), LoadError> {
+        if (p as usize) >= self.count {
+            // not in the image yet: a change that adds it makes it (zero)
+            return Ok(());
+        }
+        if self.table[p as usize].frame != NONE {
+            return Ok(());
+        }
+        self.make_room(limit);
+        let bytes = if (p as usize) < self.on_disk {
+            let Some(backing) = &self.backing else {
+                return Err(LoadError::Io(std::io::Error::other(
+                    "the image has no meta file to read from",
+                )));
+            };
+            match Image::read_page(backing, p).map_err(LoadError::Io)? {
+                Some(b) => b,
+                None => return Err(LoadError::Checksum(p)),
+            }
+        } else {
+            zero_page()
+        };
+        self.loads += 1;
+        self.put_frame(p, bytes, false);
+        Ok(())
+    }
+
+    /// Makes page `p` resident with `bytes` as its content, counting it dirty (replay
+    /// accepts a torn page it rewrites this way; see open.rs).
+    pub fn load_dirty(&mut self, p: u32, bytes: Box<[u8]>) {
+        if (p as usize) >= self.count {
+            self.grow(p as usize + 1);
+        }
+        if self.table[p as usize].frame == NONE {
+            self.put_frame(p, bytes, true);
+        }
+    }
+
+    /// Sets the frames the cache may hold (see `limit`).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Pages the current transaction touches: not evicted while it loads others.
+    pub fn protect(&mut self, pages: &[u32]) {
+        self.protect = [NONE; 4];
+        for (d, &p) in self.protect.iter_mut().zip(pages) {
+            *d = p;
+        }
+    }
+
+    fn grow(&mut self, n: usize) {
+        if n > self.table.len() {
+            self.table.resize(
+                n,
+                Slot {
+                    frame: NONE,
+                    flushes: 0,
+                },
+            );
+        }
+        self.count = self.count.max(n);
+    }
+
+    fn put_frame(&mut self, p: u32, bytes: Box<[u8]>, dirty: bool) {
+        let f = Frame {
+            page: p,
+            bytes,
+            version: u64::from(dirty),
+            flushed: 0,
+            referenced: std::sync::atomic::AtomicBool::new(true),
+        };
+        if dirty {
+            self.dirty_frames += 1;
+        }
+        let i = match self.free_frames.pop() {
+            Some(i) => {
+                self.frames[i as usize] = Some(f);
+                i
+            }
+            None => {
+                self.frames.push(Some(f));
+                (self.frames.len() - 1) as u32
+            }
+        };
+        if (p as usize) >= self.table.len() {
+            self.grow(p as usize + 1);
+        }
+        self.table[p as usize].frame = i;
+    }
+
+    /// Evicts clean pages (CLOCK) until fewer than `limit` frames are used. Dirty
+    /// pages, the superblock and protected pages stay: with every frame dirty the
+    /// cache overshoots, and the write path's admission waits for a checkpoint
+    /// before that goes far (see DESIGN.md, "Paged image").
+    fn make_room(&mut self, limit: usize) {
+        let used = self.frames.len() - self.free_frames.len();
+        if used < limit {
             return;
         }
-        let end = e.off as usize + e.len as usize;
-        let need = end.div_ceil(BLOCK);
-        if need > self.pages.len() {
-            self.pages.resize_with(need, zero_page);
+        let mut over = used + 1 - limit;
+        // two sweeps: the first clears reference bits, the second finds victims
+        let mut budget = 2 * self.frames.len();
+        while over > 0 && budget > 0 {
+            budget -= 1;
+            let i = self.hand;
+            self.hand = (self.hand + 1) % self.frames.len().max(1);
+            let Some(f) = &self.frames[i] else { continue };
+            if f.page == 0 || f.version != f.flushed || self.protect.contains(&f.page) {
+                continue;
+            }
+            if f.referenced
+                .swap(false, std::sync::atomic::Ordering::Relaxed)
+            {
+                continue;
+            }
+            let p = f.page as usize;
+            self.frames[i] = None;
+            self.free_frames.push(i as u32);
+            self.table[p].frame = NONE;
+            self.evictions += 1;
+            over -= 1;
+        }
+    }
+
+    /// Drops every clean page but the superblock (tests: every later access misses).
+    pub fn evict_clean(&mut self) {
+        for i in 0..self.frames.len() {
+            if let Some(f) = &self.frames[i]
+                && f.page != 0
+                && f.version == f.flushed
+            {
+                self.table[f.page as usize].frame = NONE;
+                self.frames[i] = None;
+                self.free_frames.push(i as u32);
+                self.evictions += 1;
+            }
+        }
+    }
+
+    /// Page `p`'s bytes and version, for a checkpoint's copy (a dirty page is
+    /// always resident).
+    pub fn copy_for_checkpoint(&self, p: u32) -> Option<(Box<[u8]>, u64)> {
+        let f = self
+            .frames
+            .get(self.table.get(p as usize)?.frame as usize)?
+            .as_ref()?;
+        Some((f.bytes.clone(), f.version))
+    }
+
+    /// A finished checkpoint wrote version `version` of page `p` (and synced it): the
+    /// page is clean if nothing changed it since, and a read of it that overlapped
+    /// the write is stale.
+    pub fn flushed(&mut self, p: u32, version: u64) {
+        let Some(s) = self.table.get_mut(p as usize) else {
+            return;
+        };
+        s.flushes = s.flushes.wrapping_add(1);
+        let fi = s.frame;
+        if (p as usize) >= self.on_disk {
+            self.on_disk = p as usize + 1;
+        }
+        if let Some(Some(f)) = self.frames.get_mut(fi as usize)
+            && f.flushed < version
+        {
+            let was_dirty = f.version != f.flushed;
+            f.flushed = version;
+            if was_dirty && f.version == f.flushed {
+                self.dirty_frames -= 1;
+            }
+        }
+    }
+
+    /// Bytes of the resident pages.
+    pub fn resident_bytes(&self) -> u64 {
+        ((self.frames.len() - self.free_frames.len()) * BLOCK) as u64
+    }
+
+    /// Bytes of the dirty resident pages.
+    pub fn dirty_bytes(&self) -> u64 {
+        (self.dirty_frames * BLOCK) as u64
+    }
+
+    /// Pages read from the meta file, and pages evicted, since open.
+    pub fn loads_and_evictions(&self) -> (u64, u64) {
+        (self.loads, self.evictions)
+    }
+
+    /// Makes the image exactly `n` pages (pages past it are dropped).
+    pub fn resize(&mut self, n: usize) {
+        let n = n.max(1);
+        for p in n..self.table.len() {
+            let f = self.table[p].frame;
+            if f != NONE {
+                if let Some(fr) = self.frames[f as usize].take()
+                    && fr.version != fr.flushed
+                {
+                    self.dirty_frames -= 1;
+                }
+                self.free_frames.push(f);
+            }
+        }
+        self.table.truncate(n);
+        self.grow(n);
+        self.count = n;
+    }
+
+    /// Applies one redo entry (`payload` holds a copy entry's bytes) to resident
+    /// pages; an entry past the end grows the image (the new pages resident, zero).
+    /// `Err(page)` if a page it touches is not resident: the caller loads first
+    /// ([`Image::load`]), so this is a bug, and it applies nothing.
+    pub fn apply(&mut self, e: &Entry, payload: &[u8]) -> Result<(), u32> {
+        if e.kind == Kind::Csum {
+            return Ok(());
+        }
+        let end = e.off as usize + e.len.max(1) as usize;
+        let first = e.off as usize / BLOCK;
+        let last = (end - 1) / BLOCK;
+        for p in first..=last {
+            if p >= self.count || (self.table[p].frame == NONE && p >= self.on_disk) {
+                // new pages: zero, resident, dirty below
+                self.grow(p + 1);
+                if self.table[p].frame == NONE {
+                    self.make_room(self.limit);
+                    self.put_frame(p as u32, zero_page(), false);
+                }
+            }
+            if self.table[p].frame == NONE {
+                return Err(p as u32);
+            }
+        }
+        for p in first..=last {
+            self.touch(p);
         }
         match e.kind {
             Kind::Copy => self.write(e.off as usize, payload),
@@ -205,24 +579,86 @@ impl Image {
             Kind::SetBits | Kind::ClrBits => {
                 for bit in e.data as usize..e.data as usize + e.len as usize {
                     let at = e.off as usize + bit / 8;
-                    let p = &mut self.pages[at / BLOCK][at % BLOCK];
+                    let b = &mut self.bytes_mut(at / BLOCK)[at % BLOCK];
                     if e.kind == Kind::SetBits {
-                        *p |= 1 << (bit % 8);
+                        *b |= 1 << (bit % 8);
                     } else {
-                        *p &= !(1 << (bit % 8));
+                        *b &= !(1 << (bit % 8));
                     }
                 }
             }
             Kind::Csum => {}
         }
+        if first == 0 {
+            // the superblock's page count is the image's
+            let n = rd_u32(self.bytes_mut(0), SB_PAGE_COUNT) as usize;
+            if n > self.count {
+                self.grow(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// A change to resident page `p`: its version moves past what the file holds.
+    fn touch(&mut self, p: usize) {
+        let fi = self.table[p].frame as usize;
+        if let Some(Some(f)) = self.frames.get_mut(fi) {
+            if f.version == f.flushed {
+                self.dirty_frames += 1;
+            }
+            f.version += 1;
+        }
+    }
+
+    #[expect(
+        clippy::expect_used,
+        reason = "apply checked that every page it writes is resident"
+    )]
+    fn bytes_mut(&mut self, p: usize) -> &mut [u8] {
+        let fi = self.table[p].frame as usize;
+        &mut self.frames[fi].as_mut().expect("a resident page").bytes
     }
 
     fn write(&mut self, mut off: usize, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let k = (BLOCK - off % BLOCK).min(bytes.len());
-            self.pages[off / BLOCK][off % BLOCK..off % BLOCK + k].copy_from_slice(&bytes[..k]);
+            self.bytes_mut(off / BLOCK)[off % BLOCK..off % BLOCK + k].copy_from_slice(&bytes[..k]);
             off += k;
             bytes = &bytes[k..];
         }
     }
+}
+
+/// Why a page could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    Io(std::io::Error),
+    /// The page fails its CRC.
+    Checksum(u32),
+}
+
+/// Checks a superblock's bytes; returns the page count it records.
+pub fn check_superblock(p: &[u8], pool_id: u32) -> Result<u32, String> {
+    if rd_u32(p, 0) != META_MAGIC {
+        return Err("bad meta superblock magic".into());
+    }
+    if rd_u32(p, 4) != META_VERSION || rd_u32(p, 12) != BLOCK as u32 {
+        return Err(format!(
+            "unsupported meta version {} or page size {} (this build reads version \
+             {META_VERSION}, pages of {BLOCK} bytes)",
+            rd_u32(p, 4),
+            rd_u32(p, 12)
+        ));
+    }
+    if rd_u32(p, 8) != pool_id {
+        return Err(format!(
+            "meta file belongs to pool {:#x}, the WAL to {pool_id:#x}",
+            rd_u32(p, 8)
+        ));
+    }
+    Ok(rd_u32(p, SB_PAGE_COUNT))
+}
+
+pub fn zero_page() -> Box<[u8]> {
+    vec![0u8; BLOCK].into_boxed_slice()
 }

@@ -1,12 +1,12 @@
 //! The WAL engine of kvell-testbed: DAOS's "metadata on SSD" design.
 //!
-//! The index and small values live in a memory-resident image of the meta file,
-//! changed in place by transactions whose redo entries go to a circular write-ahead
-//! log before they are acknowledged; large values go to a data file, written in
-//! parallel with the WAL record (or before it, above `data_first`). Checkpoints write
-//! dirty image pages back to the meta file and move the log's replay start; open loads
-//! the meta file and replays the log from there. Format and write path:
-//! baselines/wal/DESIGN.md.
+//! The index lives in memory; small values live in an image of the meta file, paged
+//! through a bounded cache and changed in place by transactions whose redo entries go
+//! to a circular write-ahead log before they are acknowledged; large values go to a
+//! data file, written in parallel with the WAL record (or before it, above
+//! `data_first`). Checkpoints write dirty image pages back to the meta file and move
+//! the log's replay start; open replays the log from there, reading pages on demand.
+//! Format and write path: baselines/wal/DESIGN.md.
 //!
 //! A request's way: `engine` (the facade) hands a write to `write` (admission,
 //! apply to the `heap` in the `image`, reserve in the `log`), which the committer in

@@ -8,8 +8,8 @@
 use crate::checkpoint::DirtyPages;
 use crate::config::{Config, Mode};
 use crate::format::{BLOCK, WalHeader, abs_of, id_of};
-use crate::heap::Heap;
-use crate::image::{Image, seal, unseal};
+use crate::heap::{CacheLimit, Heap, RebuildError};
+use crate::image::{Backing, Image, LoadError, check_superblock, seal, unseal};
 use crate::io::{Storage, Vfs};
 use crate::replay::replay;
 use crate::stats::{Stat, Stats};
@@ -23,6 +23,8 @@ pub struct OpenFiles {
     pub wal: Arc<dyn Storage>,
     pub meta: Arc<dyn Storage>,
     pub data: Arc<dyn Storage>,
+    /// Whether all three bypass the OS page cache (O_DIRECT).
+    pub direct: bool,
 }
 
 /// The database as open found it, for the engine to run.
@@ -76,14 +78,22 @@ fn pool_id() -> u32 {
 /// timings and bytes read go to `stats` (`t0`: when open began).
 pub fn open_files(vfs: &dyn Vfs, cfg: &Config, stats: &Stats, t0: Instant) -> Result<Opened> {
     let dsync = cfg.mode == Mode::Dsync;
+    // Every file bypasses the OS page cache where the file system allows it: the
+    // engine's memory is its own cache and index, within its budget (issue 21).
+    let (wal, dw) = vfs
+        .open_direct("wal", dsync)
+        .map_err(ioe("opening the WAL"))?;
+    let (meta, dm) = vfs
+        .open_direct("meta", false)
+        .map_err(ioe("opening the meta file"))?;
+    let (data, dd) = vfs
+        .open_direct("data", dsync)
+        .map_err(ioe("opening the data file"))?;
     let files = OpenFiles {
-        wal: vfs.open("wal", dsync).map_err(ioe("opening the WAL"))?,
-        meta: vfs
-            .open("meta", false)
-            .map_err(ioe("opening the meta file"))?,
-        data: vfs
-            .open("data", dsync)
-            .map_err(ioe("opening the data file"))?,
+        wal,
+        meta,
+        data,
+        direct: dw && dm && dd,
     };
     let mut hb = vec![0u8; BLOCK];
     files
@@ -149,7 +159,7 @@ fn interrupted_creation(files: &OpenFiles, meta_len: u64) -> std::result::Result
         .map_err(|e| format!("the meta file cannot be read: {e}"))?;
     if unseal(&mut page, 0) {
         let pool = crate::format::rd_u32(&page, 8);
-        if page[..] != *Image::new(pool).page(0) {
+        if Some(&page[..]) != Image::new(pool).resident(0) {
             return Err("its superblock is not a new database's".into());
         }
     }
@@ -207,8 +217,8 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
     }
     let n = cfg.log_size / BLOCK as u64 - 1;
     let pool = pool_id();
-    let image = Image::new(pool);
-    let mut sb = image.page(0).to_vec();
+    let mut image = Image::new(pool);
+    let mut sb = image.resident(0).map(<[u8]>::to_vec).unwrap_or_default();
     seal(&mut sb, 0);
     meta.write_at(&sb, 0)
         .and_then(|()| meta.sync())
@@ -240,7 +250,15 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
     wal.write_at(&h.encode(), 0)
         .and_then(|()| wal.sync())
         .map_err(ioe("writing the WAL header"))?;
-    let heap = Heap::rebuild(image).map_err(|d| corrupt(&cfg.dir.join("meta"), d))?;
+    image.back(
+        Backing {
+            file: files.meta.clone(),
+            path: cfg.dir.join("meta"),
+        },
+        1,
+    );
+    let heap =
+        Heap::rebuild(image, cache_limit(cfg)).map_err(rebuild_err(&cfg.dir.join("meta")))?;
     Ok(Opened {
         files,
         heap,
@@ -253,8 +271,33 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
     })
 }
 
-/// Loads the meta file (every page's CRC checked), replays the log from the
-/// checkpoint and rebuilds the heap.
+/// The page cache's bound for `cfg`.
+fn cache_limit(cfg: &Config) -> CacheLimit {
+    match (cfg.memory, cfg.cache) {
+        (Some(m), _) => CacheLimit::Budget(m),
+        (None, c) if c > 0 => CacheLimit::Bytes(c),
+        _ => CacheLimit::None,
+    }
+}
+
+fn rebuild_err(meta: &Path) -> impl FnOnce(RebuildError) -> Error + '_ {
+    move |e| match e {
+        RebuildError::Io(e) => Error::io("reading the meta file", e),
+        RebuildError::Bad(p, d) => corrupt_at(meta, p, d),
+    }
+}
+
+fn corrupt_at(file: &Path, page: Option<u32>, detail: String) -> Error {
+    Error::Corruption {
+        file: file.to_path_buf(),
+        offset: page.map_or(0, |p| p as u64 * BLOCK as u64),
+        detail,
+    }
+}
+
+/// Loads the meta superblock, replays the log from the checkpoint (reading the
+/// pages it changes on demand) and rebuilds the heap, which reads every other page
+/// (each page's CRC checked).
 fn load(
     files: OpenFiles,
     h: WalHeader,
@@ -269,56 +312,82 @@ fn load(
     let len = meta.len().map_err(ioe("reading the meta file"))?;
     // A partial last page (an extending write torn by a crash) reads as zeros past
     // the end and fails its CRC unless replay rewrites it.
-    let count = (len as usize).div_ceil(BLOCK).max(1);
-    let mut pages = Vec::with_capacity(count);
-    const CHUNK: usize = 256;
-    let mut buf = vec![0u8; CHUNK * BLOCK];
-    let mut p = 0;
-    while p < count {
-        let k = CHUNK.min(count - p);
-        meta.read_at(&mut buf[..k * BLOCK], (p * BLOCK) as u64)
-            .map_err(ioe("reading the meta file"))?;
-        pages.extend(buf[..k * BLOCK].chunks(BLOCK).map(Box::<[u8]>::from));
-        p += k;
+    let file_pages = (len as usize).div_ceil(BLOCK).max(1);
+    let mut sb = vec![0u8; BLOCK].into_boxed_slice();
+    meta.read_at(&mut sb, 0)
+        .map_err(ioe("reading the meta file"))?;
+    stats.add(Stat::BytesRead, BLOCK as u64);
+    let sb_ok = unseal(&mut sb, 0);
+    let pc0 = check_superblock(&sb, h.pool_id).map_err(|d| corrupt(meta_path, d))?;
+    // Pages from `held` on are not in the checkpointed image (past the file, or past
+    // the superblock's page count): only replay makes them, from zero.
+    let held = file_pages.min(pc0 as usize).max(1);
+    let backing = Backing {
+        file: files.meta.clone(),
+        path: meta_path.clone(),
+    };
+    let mut image = Image::paged(pc0 as usize, held, backing);
+    // A page failing its CRC is accepted only while a checkpoint was rewriting pages
+    // and replay rewrites it (a page torn by the crash; replay repairs it). The
+    // superblock is checked the same way: accepted now, and replay must rewrite it.
+    let mut torn: Vec<u32> = Vec::new();
+    if sb_ok {
+        image.install(
+            crate::image::Miss {
+                page: 0,
+                flushes: 0,
+            },
+            sb,
+            usize::MAX,
+        );
+    } else if h.ckpt_pending {
+        image.load_dirty(0, sb);
+        torn.push(0);
+    } else {
+        return Err(corrupt_at(
+            meta_path,
+            Some(0),
+            "meta page 0 fails its checksum".into(),
+        ));
     }
-    stats.add(Stat::BytesRead, (count * BLOCK) as u64);
-    // Pages failing their CRC are allowed only if replay rewrites them (a
-    // checkpoint torn by a crash); checked after replay.
-    let bad: Vec<usize> = pages
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(p, b)| (!unseal(b, p)).then_some(p))
-        .collect();
-    let mut image = Image::from_pages(pages);
-    let pc0 = image
-        .check_superblock(h.pool_id)
-        .map_err(|d| corrupt(meta_path, d))?;
     stats.set_us_since(Stat::OpenMetaLoadUs, t0);
     let t1 = Instant::now();
-    let r = replay(wal, data, &h, &mut image, wal_path)?;
+    let pending = h.ckpt_pending;
+    let mut load = |im: &mut Image, p: u32| -> Result<()> {
+        match im.load(p, usize::MAX) {
+            Ok(()) => {
+                stats.add(Stat::BytesRead, BLOCK as u64);
+                Ok(())
+            }
+            Err(LoadError::Checksum(q)) if pending => {
+                let mut b = vec![0u8; BLOCK].into_boxed_slice();
+                meta.read_at(&mut b, q as u64 * BLOCK as u64)
+                    .map_err(ioe("reading the meta file"))?;
+                let _ = unseal(&mut b, q as usize);
+                im.load_dirty(q, b);
+                torn.push(q);
+                Ok(())
+            }
+            Err(LoadError::Checksum(q)) => Err(corrupt_at(
+                meta_path,
+                Some(q),
+                format!("meta page {q} fails its checksum"),
+            )),
+            Err(LoadError::Io(e)) => Err(Error::io("reading the meta file", e)),
+        }
+    };
+    let r = replay(wal, data, &h, &mut image, wal_path, &mut load)?;
     let pc = image
         .check_superblock(h.pool_id)
         .map_err(|d| corrupt(meta_path, d))?;
     let replayed: std::collections::HashSet<u32> = r.pages.iter().copied().collect();
-    // A page failing its CRC is accepted only while a checkpoint was rewriting
-    // pages and replay rewrites it; a page past the end of the file only if replay
-    // creates it. Pages from `held` on are not in the checkpointed image (past the
-    // file, or past the superblock's page count): only replay makes them.
-    let held = count.min(pc0 as usize);
-    let unchecked = bad.into_iter().chain(held..pc as usize).find(|&p| {
-        let replay_writes = replayed.contains(&(p as u32));
-        p < pc as usize && !(replay_writes && (p >= held || h.ckpt_pending))
-    });
-    if let Some(p) = unchecked {
-        return Err(Error::Corruption {
-            file: meta_path.to_path_buf(),
-            offset: (p * BLOCK) as u64,
-            detail: if p < count {
-                format!("meta page {p} fails its checksum")
-            } else {
-                format!("meta page {p} is missing (file of {count} pages)")
-            },
-        });
+    if let Some(&p) = torn.iter().find(|p| !replayed.contains(p)) {
+        // only the superblock can be loaded without replay rewriting it
+        return Err(corrupt_at(
+            meta_path,
+            Some(p),
+            format!("meta page {p} fails its checksum"),
+        ));
     }
     image.resize(pc as usize);
     stats.add(Stat::BytesRead, r.bytes_read);
@@ -327,7 +396,11 @@ fn load(
     stats.set(Stat::ReplayDroppedTxns, r.dropped);
     stats.set_us_since(Stat::OpenLogReplayUs, t1);
     let t2 = Instant::now();
-    let heap = Heap::rebuild(image).map_err(|d| corrupt(meta_path, d))?;
+    let heap = Heap::rebuild(image, cache_limit(cfg)).map_err(rebuild_err(meta_path))?;
+    stats.add(
+        Stat::BytesRead,
+        (pc as u64).saturating_sub(1) * BLOCK as u64,
+    );
     stats.set_us_since(Stat::OpenRebuildUs, t2);
     let pages: Vec<u32> = r
         .pages

@@ -70,12 +70,16 @@ impl Reader<'_> {
     }
 }
 
+/// Replays the log into `image`; `load` makes a page that an entry touches resident
+/// (replay reads the meta file's pages on demand, and the open decides what a page
+/// failing its CRC means).
 pub fn replay(
     wal: &dyn Storage,
     data: &dyn Storage,
     h: &WalHeader,
     image: &mut Image,
     wal_path: &Path,
+    load: &mut dyn FnMut(&mut Image, u32) -> Result<()>,
 ) -> Result<Replayed> {
     let n = h.log_blocks as u64;
     let start = abs_of(h.ckpt_id, n);
@@ -104,7 +108,10 @@ pub fn replay(
                     } else {
                         0
                     };
-                    image.apply(e, &txn.payload[at..at + len]);
+                    let payload = &txn.payload[at..at + len];
+                    while let Err(p) = image.apply(e, payload) {
+                        load(image, p)?;
+                    }
                     at += len;
                     if e.kind != Kind::Csum {
                         let first = (e.off / BLOCK as u64) as u32;

@@ -45,12 +45,30 @@ pub enum Stat {
     ReplayDroppedTxns,
     /// Creations killed before their header write, found at open and redone.
     CreationsRedone,
+    /// Meta pages read after a miss outside the core lock.
+    PageLoads,
     /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
     /// writes them (0 between checkpoints).
     CheckpointCopyBytes,
 }
 
 const COUNT: usize = Stat::CheckpointCopyBytes as usize + 1;
+
+/// What the image says of itself, for the counters (`None` where it could not be
+/// read: a panic poisoned its lock).
+#[derive(Default, Clone, Copy)]
+pub struct ImageGauges {
+    pub items: u64,
+    pub index_bytes: u64,
+    /// Resident pages.
+    pub image_bytes: u64,
+    pub table_bytes: u64,
+    pub dirty_bytes: u64,
+    /// Pages read from the meta file (after a miss, or under the lock) and evicted,
+    /// since open.
+    pub page_loads: u64,
+    pub page_evictions: u64,
+}
 
 /// The engine-specific counters, by name, in the order the result files list them.
 const EXTRA: [(&str, Stat); 19] = [
@@ -98,23 +116,22 @@ impl Stats {
         self.v[s as usize].load(Ordering::Relaxed)
     }
 
-    /// The counters, with the image's `items`, `index_bytes` and `image_bytes` (none
-    /// when the image could not be read). The memory gauges: `memory.image` (the
-    /// image's pages), `memory.index` (its index, estimated) and
+    /// The counters, with the image's gauges (none when the image could not be
+    /// read). The memory gauges: `memory.image` (the resident pages),
+    /// `memory.index` (its index, estimated), `memory.page_table` and
     /// `memory.checkpoint_copies` (dirty pages copied by a checkpoint under way).
-    pub fn counters(
-        &self,
-        items: Option<u64>,
-        index_bytes: Option<u64>,
-        image_bytes: Option<u64>,
-    ) -> Counters {
+    pub fn counters(&self, image: Option<ImageGauges>) -> Counters {
         let mut extra: Vec<(String, u64)> = EXTRA
             .iter()
             .map(|&(name, s)| (name.to_string(), self.get(s)))
             .collect();
-        if let (Some(image), Some(index)) = (image_bytes, index_bytes) {
-            extra.push(("memory.image".into(), image));
-            extra.push(("memory.index".into(), index));
+        if let Some(g) = image {
+            extra.push(("memory.image".into(), g.image_bytes));
+            extra.push(("memory.index".into(), g.index_bytes));
+            extra.push(("memory.page_table".into(), g.table_bytes));
+            extra.push(("dirty_page_bytes".into(), g.dirty_bytes));
+            extra.push(("page_loads".into(), g.page_loads));
+            extra.push(("page_evictions".into(), g.page_evictions));
         }
         extra.push((
             "memory.checkpoint_copies".into(),
@@ -130,9 +147,9 @@ impl Stats {
             device_reads: Some(self.get(Stat::Reads)),
             device_writes: Some(self.get(Stat::Writes)),
             cache_hits: None,
-            cache_misses: None,
-            items,
-            index_bytes,
+            cache_misses: image.map(|g| g.page_loads),
+            items: image.map(|g| g.items),
+            index_bytes: image.map(|g| g.index_bytes),
             extra,
         }
     }

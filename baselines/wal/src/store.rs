@@ -9,10 +9,12 @@
 //! while they hold the core lock, so ids follow the order changes were applied),
 //! then the in-flight map.
 
-use crate::checkpoint::DirtyPages;
+use crate::checkpoint::{DirtyPages, PageCopies};
 use crate::extent::Extent;
-use crate::heap::Heap;
-use crate::image::Stored;
+use crate::format::BLOCK;
+use crate::heap::{Heap, Lookup, record_in};
+use crate::image::{Backing, Image, Installed, Miss, Stored};
+use crate::stats::{Stat, Stats};
 use crate::txn::TxBuild;
 use kvapi::Result;
 use kvapi::sync;
@@ -41,7 +43,10 @@ pub enum Found {
 }
 
 /// A scanned key with its value, or the extent to read it from.
-pub type ScanItem = (Vec<u8>, std::result::Result<Vec<u8>, Extent>);
+pub type ScanItem = (Vec<u8>, ScanValue);
+
+/// A scanned value, or the extent to read it from.
+pub type ScanValue = std::result::Result<Vec<u8>, Extent>;
 
 pub struct Store {
     core: RwLock<Core>,
@@ -50,6 +55,9 @@ pub struct Store {
     inflight: Mutex<HashMap<u32, Arc<[u8]>>>,
     /// The close gate: [`CLOSED`], and below it the writers inside [`Store::enter`].
     gate: AtomicU64,
+    /// The meta file and its path, where pages not resident are read.
+    backing: Option<(Arc<dyn crate::io::Storage>, std::path::PathBuf)>,
+    stats: Arc<Stats>,
 }
 
 /// The gate's bit for a closed engine.
@@ -66,8 +74,14 @@ impl Drop for Entered<'_> {
 
 impl Store {
     /// The pool over a rebuilt heap whose pages `dirty` the meta file lacks.
-    pub fn new(heap: Heap, dirty: DirtyPages) -> Store {
+    pub fn new(heap: Heap, dirty: DirtyPages, stats: Arc<Stats>) -> Store {
+        let backing = heap
+            .image()
+            .backing()
+            .map(|b| (b.file.clone(), b.path.clone()));
         Store {
+            backing,
+            stats,
             core: RwLock::new(Core {
                 heap,
                 dirty,
@@ -133,40 +147,144 @@ impl Store {
     }
 
     /// Looks `key` up under the core read lock: an inline or in-flight value is
-    /// copied, a large one is named by its extent.
+    /// copied, a large one is named by its extent. A record whose page is not
+    /// resident is read from the meta file outside the lock: the page is installed,
+    /// and the record taken from the bytes read if it is still the key's (else the
+    /// key is looked up again: it moved or went while the page was read).
     pub fn lookup(&self, key: &[u8]) -> Result<Found> {
-        let core = self.read()?;
-        Ok(match core.heap.get(key) {
-            None => Found::Missing,
-            Some(Stored::Inline(v)) => Found::Value(v.to_vec()),
-            Some(Stored::Extent(x)) => {
-                match kvapi::sync::lock(&self.inflight, INFLIGHT)?.get(&x.start) {
-                    Some(v) => Found::Value(v.to_vec()),
-                    None => Found::Extent(x),
+        loop {
+            let (miss, l) = {
+                let core = self.read()?;
+                match core.heap.get(key) {
+                    Lookup::Missing => return Ok(Found::Missing),
+                    Lookup::Found(Stored::Inline(v)) => return Ok(Found::Value(v.to_vec())),
+                    Lookup::Found(Stored::Extent(x)) => {
+                        return Ok(
+                            match kvapi::sync::lock(&self.inflight, INFLIGHT)?.get(&x.start) {
+                                Some(v) => Found::Value(v.to_vec()),
+                                None => Found::Extent(x),
+                            },
+                        );
+                    }
+                    Lookup::Miss(m, l) => (m, l),
                 }
+            };
+            if let Some(bytes) = self.fetch(miss)?
+                && let Some((k, v)) = record_in(&bytes, l)
+                && k == key
+            {
+                // an evicted page is clean: its record is the key's value as of the
+                // lookup (no write to it was in flight: that would hold it resident)
+                return Ok(match v {
+                    Stored::Inline(v) => Found::Value(v.to_vec()),
+                    Stored::Extent(x) => Found::Extent(x),
+                });
             }
-        })
+        }
     }
 
-    /// Up to `count` keys from `start` with their values (copied) or extents.
+    /// Reads the page of `m` from the meta file (no lock held) and installs it;
+    /// returns its bytes, or `None` when they cannot be used (a read that overlapped
+    /// a checkpoint's write of the page, which changed or became resident meanwhile:
+    /// look again). A page failing its CRC with nothing changed is corruption.
+    pub fn fetch(&self, m: Miss) -> Result<Option<Box<[u8]>>> {
+        let Some((file, path)) = self.backing.as_ref() else {
+            return Err(kvapi::Error::Engine(
+                "a meta page is not resident and the image has no meta file".into(),
+            ));
+        };
+        let backing = Backing {
+            file: file.clone(),
+            path: path.clone(),
+        };
+        let read = Image::read_page(&backing, m.page)
+            .map_err(|e| kvapi::Error::io(format!("reading meta page {}", m.page), e))?;
+        self.stats.add(Stat::BytesRead, BLOCK as u64);
+        self.stats.add(Stat::Reads, 1);
+        self.stats.add(Stat::PageLoads, 1);
+        let mut core = self.write()?;
+        match read {
+            Some(bytes) => match core.heap.install(m, bytes.clone()) {
+                Installed::Yes => Ok(Some(bytes)),
+                Installed::Stale => Ok(None),
+            },
+            None if core.heap.image().needs_read(m.page) == Some(m) => {
+                Err(kvapi::Error::Corruption {
+                    file: path.clone(),
+                    offset: m.page as u64 * BLOCK as u64,
+                    detail: format!("meta page {} fails its checksum", m.page),
+                })
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `count` keys from `start` with their values (copied) or extents. The
+    /// keys and the records of resident pages are taken under the read lock; the
+    /// other records are then taken from their pages read from the meta file (each
+    /// page once, a record used only if it is still its key's; otherwise the key is
+    /// looked up again), so a scan longer than the cache needs no page to stay
+    /// resident.
     pub fn range(&self, start: &[u8], count: usize) -> Result<Vec<ScanItem>> {
-        let core = self.read()?;
-        let inflight = kvapi::sync::lock(&self.inflight, INFLIGHT)?;
-        Ok(core
-            .heap
-            .range(start, count)
-            .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Stored::Inline(x) => Ok(x.to_vec()),
-                    Stored::Extent(x) => match inflight.get(&x.start) {
+        // each key with its value, extent, or nothing yet (its page to be read)
+        let mut out: Vec<(Vec<u8>, Option<ScanValue>)> = Vec::new();
+        let mut missing: Vec<(usize, Miss, u64)> = Vec::new();
+        {
+            let core = self.read()?;
+            let inflight = kvapi::sync::lock(&self.inflight, INFLIGHT)?;
+            for (k, l, rec) in core.heap.range(start, count) {
+                let v = match rec {
+                    Ok(Stored::Inline(x)) => Some(Ok(x.to_vec())),
+                    Ok(Stored::Extent(x)) => Some(match inflight.get(&x.start) {
                         Some(v) => Ok(v.to_vec()),
                         None => Err(x),
+                    }),
+                    Err(m) => {
+                        missing.push((out.len(), m, l));
+                        None
+                    }
+                };
+                out.push((k.to_vec(), v));
+            }
+        }
+        missing.sort_by_key(|&(at, m, _)| (m.page, at));
+        let mut i = 0;
+        while i < missing.len() {
+            let m = missing[i].1;
+            let bytes = self.fetch(m)?;
+            while i < missing.len() && missing[i].1.page == m.page {
+                let (at, _, l) = missing[i];
+                let key = &out[at].0;
+                out[at].1 = match bytes.as_deref().and_then(|b| record_in(b, l)) {
+                    Some((k, Stored::Inline(v))) if k == &key[..] => Some(Ok(v.to_vec())),
+                    Some((k, Stored::Extent(x))) if k == &key[..] => Some(Err(x)),
+                    _ => match self.lookup(key)? {
+                        Found::Missing => None,
+                        Found::Value(v) => Some(Ok(v)),
+                        Found::Extent(x) => Some(Err(x)),
                     },
                 };
-                (k.to_vec(), v)
-            })
+                i += 1;
+            }
+        }
+        Ok(out
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
             .collect())
+    }
+
+    /// Before a writer takes the core write lock: reads the pages its change will
+    /// need (`rec`: a put's record bytes; `None`: a delete) that are not resident, so
+    /// that [`Heap::prepare`] under the lock rarely reads.
+    pub fn prefetch(&self, key: &[u8], rec: Option<usize>) -> Result<()> {
+        if self.backing.is_none() {
+            return Ok(());
+        }
+        let misses = self.read()?.heap.misses_for(key, rec);
+        for m in misses {
+            self.fetch(m)?;
+        }
+        Ok(())
     }
 }
 
@@ -190,9 +308,19 @@ impl Core {
         }
     }
 
-    /// Copies of the dirty pages for a checkpoint (see [`DirtyPages::take`]).
-    pub fn take_dirty(&mut self) -> Vec<(u32, Box<[u8]>)> {
+    /// Copies of the dirty pages for a checkpoint, with their versions (see
+    /// [`DirtyPages::take`]).
+    pub fn take_dirty(&mut self) -> (PageCopies, Vec<u64>) {
         self.dirty.take(self.heap.image())
+    }
+
+    /// A checkpoint wrote and synced these page copies: each page is clean unless
+    /// changed since, and may be evicted.
+    pub fn flushed(&mut self, pages: &[(u32, Box<[u8]>)], versions: &[u64]) {
+        let image = self.heap.image_mut();
+        for ((p, _), &v) in pages.iter().zip(versions) {
+            image.flushed(*p, v);
+        }
     }
 
     /// Data extents freed by transactions ending at or before `commit` may now be

@@ -2,15 +2,19 @@
 //! back-pressure), apply the change to the image under the core write lock while
 //! recording its redo entries, reserve the transaction's id and queue it for the
 //! committer, write a large value's data (before the record above `data_first`, in
-//! parallel with it below), then wait until the transaction is complete. Under a
-//! memory budget (`wal.memory`) a put that would grow the image and its index beyond
-//! it is refused with `Error::OverBudget` before anything is applied.
+//! parallel with it below), then wait until the transaction is complete. The pages a
+//! change needs are read before the write lock (`Store::prefetch`) and made resident
+//! under it (`Heap::prepare`) before anything is applied; while dirty pages fill more
+//! than a quarter of the page cache, writers wait for a checkpoint first. Under a memory
+//! budget (`wal.memory`) a new key whose index entry would leave the page cache less
+//! than its least is refused with `Error::OverBudget` before anything is applied.
 
 use crate::checkpoint::Checkpointer;
 use crate::config::{Config, OVER_BUDGET, limits};
 use crate::extent::Extent;
 use crate::files::DataFile;
 use crate::format::BLOCK;
+use crate::heap::PageError;
 use crate::image::{MAX_RECORD, REC_INLINE_HDR, Stored, record_len};
 use crate::log::Log;
 use crate::stats::{Stat, Stats};
@@ -55,8 +59,11 @@ pub struct Writer {
     large_value: usize,
     /// Large values above this many bytes are written before the WAL record.
     data_first: usize,
-    /// The memory budget (`wal.memory`) the image and its index must fit in.
-    memory: Option<u64>,
+    /// The meta file, named in errors about its pages.
+    meta_path: std::path::PathBuf,
+    /// Whether the page cache is bounded (`wal.memory` or `wal.cache`): then writers
+    /// wait while dirty pages fill a quarter of it.
+    bounded: bool,
     /// Test hook: runs after each admission, before the change is applied.
     #[cfg(test)]
     pub(crate) after_admit: Arc<std::sync::Mutex<Option<Hook>>>,
@@ -91,22 +98,19 @@ impl Writer {
             stats,
             large_value: cfg.large_value,
             data_first: cfg.data_first,
-            memory: cfg.memory,
+            meta_path: cfg.dir.join("meta"),
+            bounded: cfg.memory.is_some() || cfg.cache > 0,
             #[cfg(test)]
             after_admit: Arc::default(),
         }
     }
 
-    /// Refuses a put that would grow the image and its index beyond the memory
-    /// budget (checked under the core write lock, before anything is applied).
-    fn fits(&self, core: &Core, key: &[u8], v: &Stored) -> Result<()> {
-        let Some(budget) = self.memory else {
-            return Ok(());
-        };
+    /// Refuses a put of a new key whose index entry would leave the page cache less
+    /// than its least under the memory budget (checked under the core write lock,
+    /// before anything is applied).
+    fn fits(&self, core: &Core, key: &[u8]) -> Result<()> {
         let heap = core.heap();
-        let grow = heap.growth(key, v);
-        let needed = heap.memory_bytes() + grow;
-        if grow > 0 && needed > budget {
+        if let Some((needed, budget)) = heap.fixed_fits(heap.index_growth(key)) {
             return Err(Error::OverBudget {
                 what: OVER_BUDGET.into(),
                 needed,
@@ -114,6 +118,63 @@ impl Writer {
             });
         }
         Ok(())
+    }
+
+    /// Waits while dirty pages fill more than a quarter of the page cache, asking for
+    /// a checkpoint (which writes them and makes them evictable). Counted as an
+    /// admission wait.
+    fn wait_dirty(&self) -> Result<()> {
+        if !self.bounded {
+            return Ok(());
+        }
+        let mut waited = false;
+        loop {
+            let (dirty, limit) = {
+                let core = self.store.read().map_err(|e| self.log.record(e))?;
+                let h = core.heap();
+                (
+                    h.image().dirty_bytes() / BLOCK as u64,
+                    h.dirty_limit() as u64,
+                )
+            };
+            if dirty <= limit {
+                return Ok(());
+            }
+            self.log.check()?;
+            if !waited {
+                waited = true;
+                self.stats.add(Stat::AdmissionWaits, 1);
+            }
+            self.checkpointer.request();
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
+    }
+
+    /// Makes the pages of a change resident under the write lock; nothing is
+    /// applied yet, so a failure is this write's error only.
+    fn prepare(&self, core: &mut Core, key: &[u8], rec: Option<usize>) -> Result<()> {
+        core.heap_mut()
+            .prepare(key, rec)
+            .map_err(|e| page_error(&self.meta_path, e))
+    }
+
+    /// An error met before anything was applied: a poisoned lock (a panic while it
+    /// was held) is the engine's poisoning; a page that could not be read is this
+    /// write's error only.
+    fn lock_err(&self, e: Error) -> Error {
+        if matches!(e, Error::Poisoned(_)) {
+            self.log.record(e)
+        } else {
+            e
+        }
+    }
+
+    /// A change failed half-way (a page missing under the lock, which `prepare`
+    /// rules out): the image may be changed without a log record, so the engine is
+    /// poisoned.
+    fn half_applied(&self, e: PageError) -> Error {
+        self.log
+            .poison(format!("a change failed after it began: {e}"))
     }
 
     /// The blocking write: begin it, write a large value's data while the committer
@@ -148,13 +209,25 @@ impl Writer {
             Op::Put(v) => limits.check_put(key, v)?,
             Op::Delete => limits.check_key(key)?,
         }
+        self.wait_dirty()?;
         let b = match *op {
             Op::Delete => {
                 let need = need(0);
+                self.store
+                    .prefetch(key, None)
+                    .map_err(|e| self.lock_err(e))?;
                 self.admit(need)?;
                 let mut core = self.core()?;
+                if let Err(e) = self.prepare(&mut core, key, None) {
+                    drop(core);
+                    self.log.unadmit(need)?;
+                    return Err(e);
+                }
                 let mut tb = TxBuild::default();
-                let (existed, ext) = core.heap_mut().delete(&mut tb, key);
+                let (existed, ext) = core
+                    .heap_mut()
+                    .delete(&mut tb, key)
+                    .map_err(|e| self.half_applied(e))?;
                 if !existed {
                     let head = self.log.head()?;
                     drop(core);
@@ -173,16 +246,26 @@ impl Writer {
                 let inline = v.len() < self.large_value
                     && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD;
                 if inline {
-                    let need = need(record_len(key.len(), &Stored::Inline(v)));
+                    let rec = record_len(key.len(), &Stored::Inline(v));
+                    let need = need(rec);
+                    self.store
+                        .prefetch(key, Some(rec))
+                        .map_err(|e| self.lock_err(e))?;
                     self.admit(need)?;
                     let mut core = self.core()?;
-                    if let Err(e) = self.fits(&core, key, &Stored::Inline(v)) {
+                    let ready = self
+                        .fits(&core, key)
+                        .and_then(|()| self.prepare(&mut core, key, Some(rec)));
+                    if let Err(e) = ready {
                         drop(core);
                         self.log.unadmit(need)?;
                         return Err(e);
                     }
                     let mut tb = TxBuild::default();
-                    let old = core.heap_mut().put(&mut tb, key, &Stored::Inline(v));
+                    let old = core
+                        .heap_mut()
+                        .put(&mut tb, key, &Stored::Inline(v))
+                        .map_err(|e| self.half_applied(e))?;
                     self.reserve(&mut core, &tb, need, false, old)?
                 } else {
                     self.begin_large(key, v, force_data_first)?
@@ -199,6 +282,16 @@ impl Writer {
         let blocks = v.len().div_ceil(BLOCK).max(1) as u32;
         let crc = crc32fast::hash(v);
         let need = need(record_len(key.len(), &Stored::Inline(&[])) + 24);
+        // the record the image will hold: the key and the extent
+        let rec = record_len(
+            key.len(),
+            &Stored::Extent(Extent {
+                start: 0,
+                blocks,
+                len: v.len() as u32,
+                crc,
+            }),
+        );
         let data_first = force_data_first || v.len() > self.data_first;
         let pre = if data_first {
             // Data first: write and sync it, then log the record.
@@ -216,20 +309,22 @@ impl Writer {
         } else {
             None
         };
-        if let Err(e) = self.admit(need) {
+        if let Err(e) = self
+            .store
+            .prefetch(key, Some(rec))
+            .map_err(|e| self.lock_err(e))
+            .and_then(|()| self.admit(need))
+        {
             if let Some(x) = pre {
                 self.core()?.heap_mut().free_extent(&x);
             }
             return Err(e);
         }
         let mut core = self.core()?;
-        let record = Stored::Extent(Extent {
-            start: 0,
-            blocks,
-            len: v.len() as u32,
-            crc,
-        });
-        if let Err(e) = self.fits(&core, key, &record) {
+        let ready = self
+            .fits(&core, key)
+            .and_then(|()| self.prepare(&mut core, key, Some(rec)));
+        if let Err(e) = ready {
             // Nothing points at the data written first: its blocks are free again.
             if let Some(x) = pre {
                 core.heap_mut().free_extent(&x);
@@ -254,8 +349,13 @@ impl Writer {
             }
         };
         let mut tb = TxBuild::default();
-        core.heap_mut().csum(&mut tb, &x);
-        let old = core.heap_mut().put(&mut tb, key, &Stored::Extent(x));
+        core.heap_mut()
+            .csum(&mut tb, &x)
+            .map_err(|e| self.half_applied(e))?;
+        let old = core
+            .heap_mut()
+            .put(&mut tb, key, &Stored::Extent(x))
+            .map_err(|e| self.half_applied(e))?;
         let mut b = self.reserve(&mut core, &tb, need, !data_first, old)?;
         b.parallel = (!data_first).then_some(x);
         Ok(b)
@@ -299,5 +399,20 @@ impl Writer {
             end: r.end,
             parallel: None,
         })
+    }
+}
+
+/// A page that could not be made resident, as the interface's error.
+pub fn page_error(meta: &std::path::Path, e: PageError) -> Error {
+    match e {
+        PageError::Io(p, e) => Error::io(format!("reading meta page {p}"), e),
+        PageError::Checksum(p) => Error::Corruption {
+            file: meta.to_path_buf(),
+            offset: p as u64 * BLOCK as u64,
+            detail: format!("meta page {p} fails its checksum"),
+        },
+        PageError::NotResident(p) => {
+            Error::Engine(format!("meta page {p} was not loaded for a change"))
+        }
     }
 }

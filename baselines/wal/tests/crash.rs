@@ -431,15 +431,35 @@ fn a_replayed_large_value_is_durable_before_the_open_checkpoint() {
 /// checkpoint, for every k until the checkpoint completes.
 #[test]
 fn a_crash_at_each_checkpoint_step_loses_nothing_acknowledged() {
+    crash_at_each_checkpoint_step(cfg(512), false);
+}
+
+/// The same with the image paged through a small cache (a budget of 320 KiB for
+/// about 100 pages of records), every clean page evicted before the checkpoint, so
+/// the writes before it read their pages back and the checkpoint writes pages the
+/// cache then drops.
+#[test]
+fn a_crash_at_each_checkpoint_step_of_a_paged_image_loses_nothing_acknowledged() {
+    let mut c = cfg(512);
+    c.memory = Some(320 << 10);
+    crash_at_each_checkpoint_step(c, true);
+}
+
+fn crash_at_each_checkpoint_step(c: Config, evict: bool) {
     let mut k = 0;
     loop {
         let vfs = MemVfs::new();
-        let c = cfg(512);
         let e = open(&vfs, &c);
         let mut model = Model::new();
         let mut rng = Rng(5);
-        for _ in 0..150 {
+        for i in 0..150 {
             random_op(&e, &mut model, &mut rng, 80);
+            if evict && i % 10 == 0 {
+                e.evict_clean_pages().unwrap();
+            }
+        }
+        if evict {
+            assert!(counter(&e, "page_loads") > 0, "no page was read back");
         }
         let base = vfs.ops();
         vfs.fail_at(base + k);
@@ -811,4 +831,38 @@ fn random_crashes_lose_no_acknowledged_write() {
 #[ignore = "soak: thousands of random crashes"]
 fn random_crashes_soak() {
     random_crashes(3000);
+}
+
+/// A paged image under a budget smaller than its data: random writes with clean
+/// pages evicted now and then, crash images (torn ones too) at every round, each
+/// reopened under the same budget to the model.
+#[test]
+fn a_paged_image_survives_crashes_with_evicted_pages() {
+    let vfs = MemVfs::new();
+    let mut c = cfg(1024);
+    c.memory = Some(400 << 10);
+    let e = open(&vfs, &c);
+    let mut model = Model::new();
+    let mut rng = Rng(11);
+    for round in 0..6u64 {
+        for i in 0..300 {
+            random_op(&e, &mut model, &mut rng, 400);
+            if i % 50 == 0 {
+                e.evict_clean_pages().unwrap();
+            }
+        }
+        if round == 3 {
+            e.checkpoint_now().unwrap();
+            e.evict_clean_pages().unwrap();
+        }
+        check(&e, &model);
+        for seed in [None, Some(round + 1)] {
+            let img = vfs.crash_image(seed);
+            let e2 = open(&img, &c);
+            check(&e2, &model);
+        }
+    }
+    assert!(counter(&e, "page_evictions") > 0);
+    assert!(counter(&e, "page_loads") > 0);
+    e.close().unwrap();
 }

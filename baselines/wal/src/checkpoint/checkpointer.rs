@@ -119,7 +119,7 @@ impl Checkpointer {
     pub fn run(&self, force: bool) -> Result<()> {
         let mut last = lock(&self.header, "the WAL header")?;
         self.log.check()?;
-        let (r, pages) = {
+        let (r, (pages, versions)) = {
             let mut core = self.store.write()?;
             let r = self.log.head()?;
             (r, core.take_dirty())
@@ -144,6 +144,9 @@ impl Checkpointer {
         if let Err(e) = self.meta.sync() {
             return Err(self.meta_failed("meta sync", &e));
         }
+        // the meta file holds these versions now: unchanged pages are clean, and may
+        // be evicted (read back, they are what the memory held)
+        self.store.write()?.flushed(&pages, &versions);
         self.stats.add(Stat::CheckpointBytes, bytes);
         let commit = self.log.complete()?;
         *last = self.write_header(r, commit)?;

@@ -7,6 +7,9 @@
 
 use crate::image::Image;
 
+/// Copies of pages for a checkpoint, in page order: page number and bytes.
+pub type PageCopies = Vec<(u32, Box<[u8]>)>;
+
 #[derive(Default)]
 pub struct DirtyPages {
     page_txn: Vec<u64>,
@@ -31,17 +34,23 @@ impl DirtyPages {
         }
     }
 
-    /// Copies of every page of `image` changed since the last call, in page order;
-    /// from then on they count as checkpointed.
-    pub fn take(&mut self, image: &Image) -> Vec<(u32, Box<[u8]>)> {
+    /// Copies of every page of `image` changed since the last call, in page order,
+    /// with the version of each copied (for [`Image::flushed`] once written); from
+    /// then on they count as checkpointed. A dirty page is always resident (a page
+    /// is evicted only clean); one that is not would be a bug, and is left out.
+    pub fn take(&mut self, image: &Image) -> (PageCopies, Vec<u64>) {
         let mut d = std::mem::take(&mut self.dirty);
         d.sort_unstable();
         d.dedup();
-        d.into_iter()
-            .map(|p| {
+        let mut pages = Vec::with_capacity(d.len());
+        let mut versions = Vec::with_capacity(d.len());
+        for p in d {
+            if let Some((bytes, v)) = image.copy_for_checkpoint(p) {
                 self.page_ckpt[p as usize] = self.page_txn[p as usize];
-                (p, image.page(p).into())
-            })
-            .collect()
+                pages.push((p, bytes));
+                versions.push(v);
+            }
+        }
+        (pages, versions)
     }
 }

@@ -23,6 +23,13 @@ pub trait Vfs: Send + Sync {
     /// Opens (creating if missing) `name`; with `dsync` every write is durable when it
     /// returns (O_DSYNC).
     fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>>;
+    /// Opens (creating if missing) `name` bypassing the OS page cache (O_DIRECT)
+    /// where the file system allows it, O_DSYNC with `dsync`; the flag says whether
+    /// it bypasses the page cache. The default,
+    /// and a simulated file system, has no page cache to bypass.
+    fn open_direct(&self, name: &str, dsync: bool) -> io::Result<(Arc<dyn Storage>, bool)> {
+        Ok((self.open(name, dsync)?, false))
+    }
     /// Makes the names of the files created so far durable (fsync of the directory):
     /// until then a power cut may leave a file that was created missing.
     fn sync_dir(&self) -> io::Result<()>;
