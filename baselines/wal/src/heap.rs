@@ -555,9 +555,6 @@ impl Heap {
         let rec = encode_record(key, v);
         // the write path checks every record against MAX_RECORD, the largest class
         let class = class_of(rec.len()).ok_or(PageError::NotResident(0))?;
-        // the pages of this very record (resident already when the caller prepared
-        // the same record): nothing is applied before they are
-        self.prepare(key, Some(rec.len()))?;
         let old = self.index.get(key).copied();
         let mut old_extent = None;
         if let Some(l) = old {
@@ -601,7 +598,6 @@ impl Heap {
         let Some(&l) = self.index.get(key) else {
             return Ok((false, None));
         };
-        self.prepare(key, None)?;
         let ext = match self.record_at(l)? {
             Some(Stored::Extent(e)) => Some(e),
             _ => None,

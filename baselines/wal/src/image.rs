@@ -156,6 +156,7 @@ pub const MIN_FRAMES: usize = 64;
 pub const TABLE_BYTES_PER_PAGE: u64 = 10;
 
 /// Where a miss reads its page from: the meta file, with its path for errors.
+#[derive(Clone)]
 pub struct Backing {
     pub file: std::sync::Arc<dyn crate::io::Storage>,
     pub path: std::path::PathBuf,

@@ -45,8 +45,6 @@ pub enum Stat {
     ReplayDroppedTxns,
     /// Creations killed before their header write, found at open and redone.
     CreationsRedone,
-    /// Meta pages read after a miss outside the core lock.
-    PageLoads,
     /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
     /// writes them (0 between checkpoints).
     CheckpointCopyBytes,

@@ -56,7 +56,7 @@ pub struct Store {
     /// The close gate: [`CLOSED`], and below it the writers inside [`Store::enter`].
     gate: AtomicU64,
     /// The meta file and its path, where pages not resident are read.
-    backing: Option<(Arc<dyn crate::io::Storage>, std::path::PathBuf)>,
+    backing: Option<Backing>,
     stats: Arc<Stats>,
 }
 
@@ -75,10 +75,7 @@ impl Drop for Entered<'_> {
 impl Store {
     /// The pool over a rebuilt heap whose pages `dirty` the meta file lacks.
     pub fn new(heap: Heap, dirty: DirtyPages, stats: Arc<Stats>) -> Store {
-        let backing = heap
-            .image()
-            .backing()
-            .map(|b| (b.file.clone(), b.path.clone()));
+        let backing = heap.image().backing().cloned();
         Store {
             backing,
             stats,
@@ -188,20 +185,15 @@ impl Store {
     /// a checkpoint's write of the page, which changed or became resident meanwhile:
     /// look again). A page failing its CRC with nothing changed is corruption.
     pub fn fetch(&self, m: Miss) -> Result<Option<Box<[u8]>>> {
-        let Some((file, path)) = self.backing.as_ref() else {
+        let Some(backing) = self.backing.as_ref() else {
             return Err(kvapi::Error::Engine(
                 "a meta page is not resident and the image has no meta file".into(),
             ));
         };
-        let backing = Backing {
-            file: file.clone(),
-            path: path.clone(),
-        };
-        let read = Image::read_page(&backing, m.page)
+        let read = Image::read_page(backing, m.page)
             .map_err(|e| kvapi::Error::io(format!("reading meta page {}", m.page), e))?;
         self.stats.add(Stat::BytesRead, BLOCK as u64);
         self.stats.add(Stat::Reads, 1);
-        self.stats.add(Stat::PageLoads, 1);
         let mut core = self.write()?;
         match read {
             Some(bytes) => match core.heap.install(m, bytes.clone()) {
@@ -210,7 +202,7 @@ impl Store {
             },
             None if core.heap.image().needs_read(m.page) == Some(m) => {
                 Err(kvapi::Error::Corruption {
-                    file: path.clone(),
+                    file: backing.path.clone(),
                     offset: m.page as u64 * BLOCK as u64,
                     detail: format!("meta page {} fails its checksum", m.page),
                 })
