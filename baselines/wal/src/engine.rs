@@ -267,10 +267,14 @@ impl Engine for WalEngine {
             settings.push((
                 "memory_split".into(),
                 format!(
-                    "the budget ({m} bytes) holds the ordered index and the page table (10 \
-                     bytes per meta page), always in memory; the page cache gets the rest \
-                     (at least {} pages), shrinking as the index grows; a write of a new key \
-                     whose index entry would leave the cache less is refused (OVER_BUDGET)",
+                    "the budget ({m} bytes) holds the ordered index and the page table ({} \
+                     bytes per meta page), always in memory, and a twelfth left for what the \
+                     engine does not count (allocator overhead, I/O buffers, stacks); of the \
+                     rest the page cache gets four fifths (at least {} pages) and the \
+                     checkpoint copy buffers a fifth, the cache shrinking as the index grows; \
+                     a write of a new key whose index entry would leave the cache less is \
+                     refused (OVER_BUDGET)",
+                    crate::image::TABLE_BYTES_PER_PAGE,
                     crate::image::MIN_FRAMES
                 ),
             ));
@@ -283,7 +287,8 @@ impl Engine for WalEngine {
                      wal.memory ({m} bytes) less the index and page table; clean pages are \
                      evicted (CLOCK), dirty ones stay until a checkpoint wrote them, and \
                      writers wait for a checkpoint while dirty pages pass a quarter of the cache; \
-                     a fifth of what the index leaves is kept for a checkpoint's copies"
+                     the cache's memory is whole chunks of 16 pages, allocated as it grows and \
+                     freed as its limit shrinks"
                 ),
                 None if cfg.cache > 0 => format!(
                     "the meta image is paged through a cache of wal.cache ({} bytes); the \
@@ -319,8 +324,10 @@ impl Engine for WalEngine {
                  driver's memory cgroup"
                     .to_string()
             },
-            "a checkpoint holds copies of the dirty pages while it writes them \
-             (memory.checkpoint_copies), for its duration, on top of the image"
+            "a checkpoint copies the dirty pages into a buffer it then writes from; the \
+             buffer is kept from one checkpoint to the next and counted \
+             (memory.checkpoint_copies), and while it holds more than a fifth of the \
+             budget's rest the cache gets less"
                 .to_string(),
             "a write is visible to readers once applied to the image, before its WAL record \
              is durable; it is acknowledged only after"

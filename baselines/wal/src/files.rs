@@ -3,9 +3,9 @@
 //! log after it), the meta file (the image, page for page, each sealed with its
 //! CRC) and the data file (large values in extents of whole blocks).
 
+use crate::checkpoint::PageCopies;
 use crate::extent::Extent;
 use crate::format::{BLOCK, WalHeader};
-use crate::image::seal;
 use crate::io::Storage;
 use crate::stats::{Stat, Stats};
 use kvapi::{Error, Result};
@@ -82,23 +82,20 @@ impl MetaFile {
 
     /// Writes page copies (in page order), each sealed with its CRC, coalescing runs
     /// of consecutive pages up to 1 MiB per write; returns the bytes written.
-    pub fn write_pages(&self, pages: &[(u32, Box<[u8]>)]) -> io::Result<u64> {
+    pub fn write_pages(&self, c: &PageCopies) -> io::Result<u64> {
+        let pages = &c.pages;
         let mut i = 0;
         let mut bytes = 0u64;
         while i < pages.len() {
             let mut j = i + 1;
-            while j < pages.len() && pages[j].0 == pages[j - 1].0 + 1 && j - i < MAX_RUN {
+            while j < pages.len() && pages[j] == pages[j - 1] + 1 && j - i < MAX_RUN {
                 j += 1;
             }
-            let mut buf = Vec::with_capacity((j - i) * BLOCK);
-            for (n, p) in &pages[i..j] {
-                let at = buf.len();
-                buf.extend_from_slice(p);
-                seal(&mut buf[at..], *n as usize);
-            }
-            self.file.write_at(&buf, pages[i].0 as u64 * BLOCK as u64)?;
+            // consecutive pages are consecutive in the copy buffer, sealed already
+            let run = &c.bytes[i * BLOCK..j * BLOCK];
+            self.file.write_at(run, pages[i] as u64 * BLOCK as u64)?;
             self.stats.add(Stat::Writes, 1);
-            bytes += buf.len() as u64;
+            bytes += run.len() as u64;
             i = j;
         }
         Ok(bytes)

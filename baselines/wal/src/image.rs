@@ -134,10 +134,9 @@ struct Slot {
 /// No frame: the page is not resident.
 const NONE: u32 = u32::MAX;
 
-/// A resident page.
+/// A resident page (its bytes are the frame's page in `Image::chunks`).
 struct Frame {
     page: u32,
-    bytes: Box<[u8]>,
     /// Bumped by every change applied to the page.
     version: u64,
     /// The version the meta file holds (as of the last finished checkpoint, or the
@@ -151,9 +150,36 @@ struct Frame {
 /// superblock, many times over.
 pub const MIN_FRAMES: usize = 64;
 
-/// Bytes of the page table per meta page (the frame and flush count here, the used
-/// slots in the heap), counted in the budget.
-pub const TABLE_BYTES_PER_PAGE: u64 = 10;
+/// Bytes a frame costs besides its page: its entry in the frame list (about 40 bytes),
+/// the free list's share, and the room of those vectors' growth.
+pub const FRAME_OVERHEAD: u64 = 128;
+
+/// Frames are allocated in chunks of this many pages (64 KiB), and the heap's frame
+/// limits are multiples of it: the cache's memory is then whole chunks, allocated as
+/// it grows and freed as its limit shrinks (see [`Image::set_limit`]), never a page
+/// at a time. Single 4 KiB pages, allocated and freed as pages come and go, would
+/// share the allocator's small-object pages with every transient allocation of that
+/// size, and the allocator would hold far more than the frames (mimalloc, the
+/// driver's allocator, measured some 40 MiB more at a 162.8 MiB budget).
+pub const CHUNK_FRAMES: usize = 16;
+
+/// Bytes of the page table per meta page, counted in the budget: the frame and flush
+/// count here (8), the used slots in the heap (2), and the checkpoint ids of the
+/// dirty-page tracking (16), 26 bytes, with an eighth more for the growth room of
+/// their vectors ([`grow_vec`]).
+pub const TABLE_BYTES_PER_PAGE: u64 = 30;
+
+/// Grows `v` to `n` elements of `fill`, reserving an eighth more room (not the
+/// doubling of `Vec`'s own growth): the per-page tables grow a page at a time during
+/// a load, and their room counts in the budget.
+pub fn grow_vec<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
+    if n > v.len() {
+        if n > v.capacity() {
+            v.reserve_exact((n - v.len()).max(v.len() / 8));
+        }
+        v.resize(n, fill);
+    }
+}
 
 /// Where a miss reads its page from: the meta file, with its path for errors.
 #[derive(Clone)]
@@ -170,8 +196,13 @@ pub struct Backing {
 pub struct Image {
     count: usize,
     table: Vec<Slot>,
+    /// One entry per frame of `chunks`: the page it holds, if any.
     frames: Vec<Option<Frame>>,
+    /// The frames holding no page.
     free_frames: Vec<u32>,
+    /// The frames' pages: frame `i` is page `i % CHUNK_FRAMES` of chunk
+    /// `i / CHUNK_FRAMES`.
+    chunks: Vec<Box<[u8]>>,
     /// CLOCK's hand over `frames`.
     hand: usize,
     /// Pages the meta file held at open or a checkpoint wrote: a page at or past it
@@ -217,7 +248,9 @@ impl Image {
         wr_u32(&mut p, 12, BLOCK as u32);
         wr_u32(&mut p, SB_PAGE_COUNT, 1);
         let mut im = Image::empty(1);
-        im.put_frame(0, p, false);
+        let i = im.free_frame();
+        im.frame_page_mut(i).copy_from_slice(&p);
+        im.put_frame(0, i, false);
         im
     }
 
@@ -242,6 +275,7 @@ impl Image {
             ],
             frames: Vec::new(),
             free_frames: Vec::new(),
+            chunks: Vec::new(),
             hand: 0,
             on_disk: 0,
             backing: None,
@@ -277,7 +311,18 @@ impl Image {
         let fr = self.frames.get(f as usize)?.as_ref()?;
         fr.referenced
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        Some(&fr.bytes)
+        Some(self.frame_page(f as usize))
+    }
+
+    /// Frame `i`'s page.
+    fn frame_page(&self, i: usize) -> &[u8] {
+        let o = (i % CHUNK_FRAMES) * BLOCK;
+        &self.chunks[i / CHUNK_FRAMES][o..o + BLOCK]
+    }
+
+    fn frame_page_mut(&mut self, i: usize) -> &mut [u8] {
+        let o = (i % CHUNK_FRAMES) * BLOCK;
+        &mut self.chunks[i / CHUNK_FRAMES][o..o + BLOCK]
     }
 
     /// Page `p` resident, or the miss to read it; a page past the meta file's end is
@@ -302,12 +347,80 @@ impl Image {
         })
     }
 
-    /// Reads page `p` from the meta file and checks its CRC (zeroing the field);
-    /// `Ok(None)` if it fails the check. Needs no lock: the caller installs it.
-    pub fn read_page(backing: &Backing, p: u32) -> std::io::Result<Option<Box<[u8]>>> {
-        let mut b = zero_page();
-        backing.file.read_at(&mut b, p as u64 * BLOCK as u64)?;
-        Ok(unseal(&mut b, p as usize).then_some(b))
+    /// Reads page `p` from the meta file into `b` (a page) and checks its CRC
+    /// (zeroing the field); `Ok(false)` if it fails the check. Needs no lock: the
+    /// caller installs it.
+    pub fn read_page(backing: &Backing, p: u32, b: &mut [u8]) -> std::io::Result<bool> {
+        backing.file.read_at(b, p as u64 * BLOCK as u64)?;
+        Ok(unseal(b, p as usize))
+    }
+
+    /// A frame for a page about to be made resident (its bytes unspecified): a free
+    /// one, or the first of a new chunk.
+    fn free_frame(&mut self) -> usize {
+        if let Some(i) = self.free_frames.pop() {
+            return i as usize;
+        }
+        let base = self.frames.len();
+        self.chunks
+            .push(vec![0u8; CHUNK_FRAMES * BLOCK].into_boxed_slice());
+        self.frames.extend((0..CHUNK_FRAMES).map(|_| None));
+        // the rest free, the lowest taken first
+        self.free_frames
+            .extend((base + 1..base + CHUNK_FRAMES).rev().map(|i| i as u32));
+        base
+    }
+
+    /// Frame `i` holds no page any more.
+    fn release(&mut self, i: usize) -> Option<Frame> {
+        let f = self.frames[i].take();
+        if f.is_some() {
+            self.free_frames.push(i as u32);
+        }
+        f
+    }
+
+    /// Frees the chunks that lie wholly at or past the limit, once the resident pages
+    /// fit below them: the pages of the last chunk move to free frames below it.
+    fn shrink(&mut self) {
+        while self.chunks.len() > 1 {
+            let base = (self.chunks.len() - 1) * CHUNK_FRAMES;
+            let used = self.frames.len() - self.free_frames.len();
+            if base < self.limit || used > base {
+                return;
+            }
+            let mut below: Vec<u32> = self
+                .free_frames
+                .iter()
+                .copied()
+                .filter(|&j| (j as usize) < base)
+                .collect();
+            for i in base..self.frames.len() {
+                if self.frames[i].is_none() {
+                    continue;
+                }
+                let Some(j) = below.pop().map(|j| j as usize) else {
+                    return; // cannot happen: used <= base
+                };
+                let (lo, hi) = self.chunks.split_at_mut(base / CHUNK_FRAMES);
+                let oj = (j % CHUNK_FRAMES) * BLOCK;
+                let oi = (i % CHUNK_FRAMES) * BLOCK;
+                lo[j / CHUNK_FRAMES][oj..oj + BLOCK].copy_from_slice(&hi[0][oi..oi + BLOCK]);
+                let f = self.frames[i].take();
+                if let Some(f) = &f {
+                    self.table[f.page as usize].frame = j as u32;
+                }
+                self.frames[j] = f;
+            }
+            let frames = &self.frames;
+            self.free_frames
+                .retain(|&j| (j as usize) < base && frames[j as usize].is_none());
+            self.frames.truncate(base);
+            self.chunks.pop();
+            if self.hand >= base {
+                self.hand = 0;
+            }
+        }
     }
 
     pub fn backing(&self) -> Option<&Backing> {
@@ -317,7 +430,7 @@ impl Image {
     /// Installs page `m.page`, read after miss `m`, unless it became resident
     /// meanwhile (then nothing changes) or a checkpoint wrote it since (`Stale`: the
     /// bytes read may be older than the file's).
-    pub fn install(&mut self, m: Miss, bytes: Box<[u8]>, limit: usize) -> Installed {
+    pub fn install(&mut self, m: Miss, bytes: &[u8], limit: usize) -> Installed {
         let Some(s) = self.table.get(m.page as usize).copied() else {
             return Installed::Yes; // the image shrank? nothing to hold
         };
@@ -329,7 +442,9 @@ impl Image {
         }
         self.make_room(limit);
         self.loads += 1;
-        self.put_frame(m.page, bytes, false);
+        let i = self.free_frame();
+        self.frame_page_mut(i).copy_from_slice(bytes);
+        self.put_frame(m.page, i, false);
         Installed::Yes
     }
 
@@ -345,38 +460,51 @@ impl Image {
             return Ok(());
         }
         self.make_room(limit);
-        let bytes = if (p as usize) < self.on_disk {
-            let Some(backing) = &self.backing else {
+        let i = self.free_frame();
+        if (p as usize) < self.on_disk {
+            let Some(backing) = self.backing.clone() else {
+                self.free_frames.push(i as u32);
                 return Err(LoadError::Io(std::io::Error::other(
                     "the image has no meta file to read from",
                 )));
             };
-            match Image::read_page(backing, p).map_err(LoadError::Io)? {
-                Some(b) => b,
-                None => return Err(LoadError::Checksum(p)),
+            match Image::read_page(&backing, p, self.frame_page_mut(i)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.free_frames.push(i as u32);
+                    return Err(LoadError::Checksum(p));
+                }
+                Err(e) => {
+                    self.free_frames.push(i as u32);
+                    return Err(LoadError::Io(e));
+                }
             }
         } else {
-            zero_page()
-        };
+            self.frame_page_mut(i).fill(0);
+        }
         self.loads += 1;
-        self.put_frame(p, bytes, false);
+        self.put_frame(p, i, false);
         Ok(())
     }
 
     /// Makes page `p` resident with `bytes` as its content, counting it dirty (replay
     /// accepts a torn page it rewrites this way; see open.rs).
-    pub fn load_dirty(&mut self, p: u32, bytes: Box<[u8]>) {
+    pub fn load_dirty(&mut self, p: u32, bytes: &[u8]) {
         if (p as usize) >= self.count {
             self.grow(p as usize + 1);
         }
         if self.table[p as usize].frame == NONE {
-            self.put_frame(p, bytes, true);
+            let i = self.free_frame();
+            self.frame_page_mut(i).copy_from_slice(bytes);
+            self.put_frame(p, i, true);
         }
     }
 
-    /// Sets the frames the cache may hold (see `limit`).
+    /// Sets the frames the cache may hold (see `limit`; a multiple of
+    /// [`CHUNK_FRAMES`]); chunks wholly past it are freed once their pages fit below.
     pub fn set_limit(&mut self, limit: usize) {
         self.limit = limit;
+        self.shrink();
     }
 
     /// Pages the current transaction touches: not evicted while it loads others.
@@ -388,22 +516,21 @@ impl Image {
     }
 
     fn grow(&mut self, n: usize) {
-        if n > self.table.len() {
-            self.table.resize(
-                n,
-                Slot {
-                    frame: NONE,
-                    flushes: 0,
-                },
-            );
-        }
+        grow_vec(
+            &mut self.table,
+            n,
+            Slot {
+                frame: NONE,
+                flushes: 0,
+            },
+        );
         self.count = self.count.max(n);
     }
 
-    fn put_frame(&mut self, p: u32, bytes: Box<[u8]>, dirty: bool) {
+    /// Frame `i` (free) now holds page `p`, whose bytes are in it.
+    fn put_frame(&mut self, p: u32, i: usize, dirty: bool) {
         let f = Frame {
             page: p,
-            bytes,
             version: u64::from(dirty),
             flushed: 0,
             referenced: std::sync::atomic::AtomicBool::new(true),
@@ -411,20 +538,11 @@ impl Image {
         if dirty {
             self.dirty_frames += 1;
         }
-        let i = match self.free_frames.pop() {
-            Some(i) => {
-                self.frames[i as usize] = Some(f);
-                i
-            }
-            None => {
-                self.frames.push(Some(f));
-                (self.frames.len() - 1) as u32
-            }
-        };
+        self.frames[i] = Some(f);
         if (p as usize) >= self.table.len() {
             self.grow(p as usize + 1);
         }
-        self.table[p as usize].frame = i;
+        self.table[p as usize].frame = i as u32;
     }
 
     /// Evicts clean pages (CLOCK) until fewer than `limit` frames are used. Dirty
@@ -453,8 +571,7 @@ impl Image {
                 continue;
             }
             let p = f.page as usize;
-            self.frames[i] = None;
-            self.free_frames.push(i as u32);
+            self.release(i);
             self.table[p].frame = NONE;
             self.evictions += 1;
             over -= 1;
@@ -469,8 +586,7 @@ impl Image {
                 && f.version == f.flushed
             {
                 self.table[f.page as usize].frame = NONE;
-                self.frames[i] = None;
-                self.free_frames.push(i as u32);
+                self.release(i);
                 self.evictions += 1;
             }
         }
@@ -478,12 +594,10 @@ impl Image {
 
     /// Page `p`'s bytes and version, for a checkpoint's copy (a dirty page is
     /// always resident).
-    pub fn copy_for_checkpoint(&self, p: u32) -> Option<(Box<[u8]>, u64)> {
-        let f = self
-            .frames
-            .get(self.table.get(p as usize)?.frame as usize)?
-            .as_ref()?;
-        Some((f.bytes.clone(), f.version))
+    pub fn copy_for_checkpoint(&self, p: u32) -> Option<(&[u8], u64)> {
+        let i = self.table.get(p as usize)?.frame as usize;
+        let f = self.frames.get(i)?.as_ref()?;
+        Some((self.frame_page(i), f.version))
     }
 
     /// A finished checkpoint wrote version `version` of page `p` (and synced it): the
@@ -509,9 +623,18 @@ impl Image {
         }
     }
 
-    /// Bytes of the resident pages.
+    /// Bytes of the frames' chunks (resident pages and free frames), with the frame
+    /// lists' own memory.
     pub fn resident_bytes(&self) -> u64 {
-        ((self.frames.len() - self.free_frames.len()) * BLOCK) as u64
+        let lists = self.frames.capacity() * std::mem::size_of::<Option<Frame>>()
+            + self.free_frames.capacity() * 4
+            + self.chunks.capacity() * std::mem::size_of::<Box<[u8]>>();
+        (self.chunks.len() * CHUNK_FRAMES * BLOCK + lists) as u64
+    }
+
+    /// Frames resident (for the cache limit: `resident_bytes` counts bytes).
+    pub fn resident_frames(&self) -> usize {
+        self.frames.len() - self.free_frames.len()
     }
 
     /// Bytes of the dirty resident pages.
@@ -529,13 +652,11 @@ impl Image {
         let n = n.max(1);
         for p in n..self.table.len() {
             let f = self.table[p].frame;
-            if f != NONE {
-                if let Some(fr) = self.frames[f as usize].take()
-                    && fr.version != fr.flushed
-                {
-                    self.dirty_frames -= 1;
-                }
-                self.free_frames.push(f);
+            if f != NONE
+                && let Some(fr) = self.release(f as usize)
+                && fr.version != fr.flushed
+            {
+                self.dirty_frames -= 1;
             }
         }
         self.table.truncate(n);
@@ -560,7 +681,9 @@ impl Image {
                 self.grow(p + 1);
                 if self.table[p].frame == NONE {
                     self.make_room(self.limit);
-                    self.put_frame(p as u32, zero_page(), false);
+                    let i = self.free_frame();
+                    self.frame_page_mut(i).fill(0);
+                    self.put_frame(p as u32, i, false);
                 }
             }
             if self.table[p].frame == NONE {
@@ -611,13 +734,11 @@ impl Image {
         }
     }
 
-    #[expect(
-        clippy::expect_used,
-        reason = "apply checked that every page it writes is resident"
-    )]
+    /// Resident page `p` (apply checked that every page it writes is resident).
     fn bytes_mut(&mut self, p: usize) -> &mut [u8] {
         let fi = self.table[p].frame as usize;
-        &mut self.frames[fi].as_mut().expect("a resident page").bytes
+        debug_assert!(self.frames.get(fi).is_some_and(Option::is_some));
+        self.frame_page_mut(fi)
     }
 
     fn write(&mut self, mut off: usize, mut bytes: &[u8]) {
@@ -662,4 +783,59 @@ pub fn check_superblock(p: &[u8], pool_id: u32) -> Result<u32, String> {
 
 pub fn zero_page() -> Box<[u8]> {
     vec![0u8; BLOCK].into_boxed_slice()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install(im: &mut Image, p: u32, limit: usize) {
+        let m = Miss {
+            page: p,
+            flushes: 0,
+        };
+        assert_eq!(im.install(m, &[p as u8; BLOCK], limit), Installed::Yes);
+    }
+
+    /// The frames' memory is whole chunks that follow the limit: pages beyond it
+    /// evict clean ones instead of adding chunks, and a lower limit frees the chunks
+    /// past it, moving their pages (bytes intact) to free frames below.
+    #[test]
+    fn chunks_follow_the_limit() {
+        let mut im = Image::empty(200);
+        im.set_limit(96);
+        for p in 0..150 {
+            install(&mut im, p, 96);
+        }
+        assert_eq!(im.chunks.len(), 96 / CHUNK_FRAMES);
+        assert!(im.resident_frames() <= 96);
+        assert!(im.loads_and_evictions().1 >= 150 - 96);
+        im.make_room(32);
+        im.set_limit(32);
+        assert_eq!(im.resident_frames(), 31);
+        assert_eq!(
+            im.chunks.len(),
+            32 / CHUNK_FRAMES,
+            "chunks past the limit freed"
+        );
+        let held = im.resident_bytes() as usize;
+        assert!(
+            (32 * BLOCK..34 * BLOCK).contains(&held),
+            "the chunks' pages, with the lists' few bytes: {held}"
+        );
+        let mut seen = 0;
+        for p in 0..150u32 {
+            if let Some(b) = im.resident(p) {
+                assert!(b.iter().all(|&x| x == p as u8), "page {p} moved intact");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 31);
+        // the cache grows again by whole chunks
+        im.set_limit(64);
+        for p in 150..200 {
+            install(&mut im, p, 64);
+        }
+        assert_eq!(im.chunks.len(), 64 / CHUNK_FRAMES);
+    }
 }

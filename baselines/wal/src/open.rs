@@ -337,11 +337,11 @@ fn load(
                 page: 0,
                 flushes: 0,
             },
-            sb,
+            &sb,
             usize::MAX,
         );
     } else if h.ckpt_pending {
-        image.load_dirty(0, sb);
+        image.load_dirty(0, &sb);
         torn.push(0);
     } else {
         return Err(corrupt_at(
@@ -364,7 +364,7 @@ fn load(
                 meta.read_at(&mut b, q as u64 * BLOCK as u64)
                     .map_err(ioe("reading the meta file"))?;
                 let _ = unseal(&mut b, q as usize);
-                im.load_dirty(q, b);
+                im.load_dirty(q, &b);
                 torn.push(q);
                 Ok(())
             }

@@ -45,8 +45,8 @@ pub enum Stat {
     ReplayDroppedTxns,
     /// Creations killed before their header write, found at open and redone.
     CreationsRedone,
-    /// A gauge: bytes of the dirty pages a checkpoint holds copies of while it
-    /// writes them (0 between checkpoints).
+    /// A gauge: bytes the checkpoint copy buffers hold (a checkpoint copies the dirty
+    /// pages into them and writes from them; they are kept between checkpoints).
     CheckpointCopyBytes,
 }
 
@@ -117,7 +117,7 @@ impl Stats {
     /// The counters, with the image's gauges (none when the image could not be
     /// read). The memory gauges: `memory.image` (the resident pages),
     /// `memory.index` (its index, estimated), `memory.page_table` and
-    /// `memory.checkpoint_copies` (dirty pages copied by a checkpoint under way).
+    /// `memory.checkpoint_copies` (the checkpoint copy buffers, kept between checkpoints).
     pub fn counters(&self, image: Option<ImageGauges>) -> Counters {
         let mut extra: Vec<(String, u64)> = EXTRA
             .iter()

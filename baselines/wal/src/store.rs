@@ -14,6 +14,7 @@ use crate::extent::Extent;
 use crate::format::BLOCK;
 use crate::heap::{Heap, Lookup, record_in};
 use crate::image::{Backing, Image, Installed, Miss, Stored};
+use crate::io::aligned::AlignedBuf;
 use crate::stats::{Stat, Stats};
 use crate::txn::TxBuild;
 use kvapi::Result;
@@ -32,6 +33,9 @@ pub struct Core {
     /// Data extents freed by transactions (by their end) not yet recorded complete
     /// by a header write: they may not be reused before.
     pending_free: Vec<(u64, Extent)>,
+    /// The checkpoint copy buffers between checkpoints (a checkpoint takes them with
+    /// its copies and gives them back when it is done).
+    copies: PageCopies,
 }
 
 /// A key's value as a lookup finds it.
@@ -57,7 +61,37 @@ pub struct Store {
     gate: AtomicU64,
     /// The meta file and its path, where pages not resident are read.
     backing: Option<Backing>,
+    /// Aligned page buffers for the reads of misses, reused (see [`PageRead`]).
+    read_bufs: Mutex<Vec<AlignedBuf>>,
     stats: Arc<Stats>,
+}
+
+/// The most page buffers kept for the reads of misses: as many as requests may be in
+/// flight at once through one engine (more are allocated and freed when needed).
+const KEEP_READ_BUFS: usize = 64;
+
+/// A page read after a miss, in a buffer borrowed from the store's pool (an aligned
+/// page: the O_DIRECT read lands in it directly) and given back when dropped.
+pub struct PageRead<'a> {
+    buf: AlignedBuf,
+    pool: &'a Mutex<Vec<AlignedBuf>>,
+}
+
+impl std::ops::Deref for PageRead<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Drop for PageRead<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.pool.lock()
+            && p.len() < KEEP_READ_BUFS
+        {
+            p.push(std::mem::take(&mut self.buf));
+        }
+    }
 }
 
 /// The gate's bit for a closed engine.
@@ -78,11 +112,13 @@ impl Store {
         let backing = heap.image().backing().cloned();
         Store {
             backing,
+            read_bufs: Mutex::new(Vec::new()),
             stats,
             core: RwLock::new(Core {
                 heap,
                 dirty,
                 pending_free: Vec::new(),
+                copies: PageCopies::default(),
             }),
             inflight: Mutex::new(HashMap::new()),
             gate: AtomicU64::new(0),
@@ -184,30 +220,37 @@ impl Store {
     /// returns its bytes, or `None` when they cannot be used (a read that overlapped
     /// a checkpoint's write of the page, which changed or became resident meanwhile:
     /// look again). A page failing its CRC with nothing changed is corruption.
-    pub fn fetch(&self, m: Miss) -> Result<Option<Box<[u8]>>> {
+    pub fn fetch(&self, m: Miss) -> Result<Option<PageRead<'_>>> {
         let Some(backing) = self.backing.as_ref() else {
             return Err(kvapi::Error::Engine(
                 "a meta page is not resident and the image has no meta file".into(),
             ));
         };
-        let read = Image::read_page(backing, m.page)
+        let mut page = PageRead {
+            buf: sync::lock(&self.read_bufs, "the page read buffers")?
+                .pop()
+                .unwrap_or_default(),
+            pool: &self.read_bufs,
+        };
+        page.buf.set_len(BLOCK);
+        let ok = Image::read_page(backing, m.page, &mut page.buf)
             .map_err(|e| kvapi::Error::io(format!("reading meta page {}", m.page), e))?;
         self.stats.add(Stat::BytesRead, BLOCK as u64);
         self.stats.add(Stat::Reads, 1);
         let mut core = self.write()?;
-        match read {
-            Some(bytes) => match core.heap.install(m, bytes.clone()) {
-                Installed::Yes => Ok(Some(bytes)),
+        match ok {
+            true => match core.heap.install(m, &page) {
+                Installed::Yes => Ok(Some(page)),
                 Installed::Stale => Ok(None),
             },
-            None if core.heap.image().needs_read(m.page) == Some(m) => {
+            false if core.heap.image().needs_read(m.page) == Some(m) => {
                 Err(kvapi::Error::Corruption {
                     file: backing.path.clone(),
                     offset: m.page as u64 * BLOCK as u64,
                     detail: format!("meta page {} fails its checksum", m.page),
                 })
             }
-            None => Ok(None),
+            false => Ok(None),
         }
     }
 
@@ -301,18 +344,36 @@ impl Core {
     }
 
     /// Copies of the dirty pages for a checkpoint, with their versions (see
-    /// [`DirtyPages::take`]).
-    pub fn take_dirty(&mut self) -> (PageCopies, Vec<u64>) {
-        self.dirty.take(self.heap.image())
+    /// [`DirtyPages::take`]), in the copy buffers the last checkpoint gave back.
+    pub fn take_dirty(&mut self) -> PageCopies {
+        let mut c = std::mem::take(&mut self.copies);
+        self.dirty.take(self.heap.image(), &mut c);
+        c
     }
 
     /// A checkpoint wrote and synced these page copies: each page is clean unless
-    /// changed since, and may be evicted.
-    pub fn flushed(&mut self, pages: &[(u32, Box<[u8]>)], versions: &[u64]) {
+    /// changed since, and may be evicted. The copy buffers are kept for the next
+    /// checkpoint; returns the bytes they hold.
+    pub fn flushed(&mut self, c: PageCopies) -> u64 {
         let image = self.heap.image_mut();
-        for ((p, _), &v) in pages.iter().zip(versions) {
-            image.flushed(*p, v);
+        for (&p, &v) in c.pages.iter().zip(&c.versions) {
+            image.flushed(p, v);
         }
+        // Kept for the next checkpoint (and counted, and the cache gets less while
+        // they hold more than the budget's fifth for them), unless they hold twice
+        // what a checkpoint now needs (the dirty limit shrinks as the index grows):
+        // then the next checkpoint allocates what it needs. Freed and allocated at
+        // every checkpoint, they would be held by the allocator between checkpoints
+        // anyway, uncounted.
+        let need = (self.heap.dirty_limit() as u64 + 4) * BLOCK as u64;
+        self.copies = if c.held() > 2 * need {
+            PageCopies::default()
+        } else {
+            c
+        };
+        let held = self.copies.held();
+        self.heap.set_copies_held(held);
+        held
     }
 
     /// Data extents freed by transactions ending at or before `commit` may now be

@@ -6,7 +6,7 @@
 //! writer waits for log space. Steps: baselines/wal/DESIGN.md, "Checkpoint".
 
 use crate::files::{MetaFile, WalFile};
-use crate::format::{BLOCK, WalHeader, id_of};
+use crate::format::{WalHeader, id_of};
 use crate::log::Log;
 use crate::stats::{Stat, Stats};
 use crate::store::Store;
@@ -119,14 +119,16 @@ impl Checkpointer {
     pub fn run(&self, force: bool) -> Result<()> {
         let mut last = lock(&self.header, "the WAL header")?;
         self.log.check()?;
-        let (r, (pages, versions)) = {
+        let (r, pages) = {
             let mut core = self.store.write()?;
             let r = self.log.head()?;
             (r, core.take_dirty())
         };
-        let _copies = CopyGauge::new(&self.stats, (pages.len() * BLOCK) as u64);
+        // the copy buffers are kept between checkpoints: the gauge is what they hold
+        self.stats.set(Stat::CheckpointCopyBytes, pages.held());
         let tail = self.log.tail()?;
         if !force && pages.is_empty() && r == tail {
+            self.store.write()?.flushed(pages);
             return Ok(());
         }
         self.log.wait_complete(r)?;
@@ -146,7 +148,8 @@ impl Checkpointer {
         }
         // the meta file holds these versions now: unchanged pages are clean, and may
         // be evicted (read back, they are what the memory held)
-        self.store.write()?.flushed(&pages, &versions);
+        let held = self.store.write()?.flushed(pages);
+        self.stats.set(Stat::CheckpointCopyBytes, held);
         self.stats.add(Stat::CheckpointBytes, bytes);
         let commit = self.log.complete()?;
         *last = self.write_header(r, commit)?;
@@ -218,21 +221,5 @@ impl Checkpointer {
                 return;
             }
         }
-    }
-}
-
-/// The `memory.checkpoint_copies` gauge while a checkpoint holds its page copies.
-struct CopyGauge<'a>(&'a Stats);
-
-impl<'a> CopyGauge<'a> {
-    fn new(stats: &'a Stats, bytes: u64) -> CopyGauge<'a> {
-        stats.set(Stat::CheckpointCopyBytes, bytes);
-        CopyGauge(stats)
-    }
-}
-
-impl Drop for CopyGauge<'_> {
-    fn drop(&mut self) {
-        self.0.set(Stat::CheckpointCopyBytes, 0);
     }
 }

@@ -1,8 +1,11 @@
 //! The real file system: pread/pwrite, fdatasync, optional O_DSYNC, and O_DIRECT
-//! for the files opened with [`Vfs::open_direct`] (through 4 KiB-aligned bounce
-//! buffers, so callers pass any buffer).
+//! for the files opened with [`Vfs::open_direct`]: an aligned transfer goes straight
+//! from the caller's buffer, any other through a 4 KiB-aligned bounce buffer (kept by
+//! each thread for the next transfer), so callers pass any buffer.
 
+use super::aligned::{ALIGN, AlignedBuf, is_aligned};
 use super::storage::{Storage, Vfs};
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -60,16 +63,31 @@ struct FileStorage {
     direct: bool,
 }
 
-/// The unit of O_DIRECT transfers here: the page, a multiple of every sector size.
-const ALIGN: usize = 4096;
+/// The largest bounce buffer a thread keeps between transfers (larger ones are
+/// allocated for the transfer).
+const KEEP_BOUNCE: usize = 1 << 20;
 
-/// A zeroed buffer of `len` bytes at a 4 KiB-aligned address inside `v` (allocated
-/// [`ALIGN`] bytes longer), without unsafe code.
-fn aligned(v: &mut Vec<u8>, len: usize) -> &mut [u8] {
-    v.clear();
-    v.resize(len + ALIGN, 0);
-    let at = v.as_ptr().align_offset(ALIGN).min(ALIGN);
-    &mut v[at..at + len]
+thread_local! {
+    static BOUNCE: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::default());
+}
+
+/// Runs `f` on an aligned buffer of `len` bytes (content unspecified): this thread's
+/// kept one when it is free and `len` is small enough, else a new one.
+fn with_bounce<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let kept = (len <= KEEP_BOUNCE)
+        .then(|| BOUNCE.with(|b| b.try_borrow_mut().ok().map(|mut b| std::mem::take(&mut *b))))
+        .flatten();
+    let mut b = kept.unwrap_or_default();
+    b.set_len(len);
+    let r = f(&mut b);
+    if len <= KEEP_BOUNCE {
+        BOUNCE.with(|k| {
+            if let Ok(mut k) = k.try_borrow_mut() {
+                *k = b;
+            }
+        });
+    }
+    r
 }
 
 impl FileStorage {
@@ -102,34 +120,40 @@ impl Storage for FileStorage {
         if !self.direct {
             return self.read_full(buf, off);
         }
+        if is_aligned(buf, off) {
+            return self.read_full(buf, off);
+        }
         // O_DIRECT: read the aligned span into an aligned buffer, copy the part asked
         // for (a read at the end of the file is short: the rest reads as zero)
         let (start, end) = span(off, buf.len());
-        let mut v = Vec::new();
-        let b = aligned(&mut v, (end - start) as usize);
-        self.read_full(b, start)?;
-        let at = (off - start) as usize;
-        buf.copy_from_slice(&b[at..at + buf.len()]);
-        Ok(())
+        with_bounce((end - start) as usize, |b| {
+            self.read_full(b, start)?;
+            let at = (off - start) as usize;
+            buf.copy_from_slice(&b[at..at + buf.len()]);
+            Ok(())
+        })
     }
     fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
         if !self.direct {
             return self.file.write_all_at(buf, off);
         }
-        let (start, end) = span(off, buf.len());
-        let mut v = Vec::new();
-        let b = aligned(&mut v, (end - start) as usize);
-        if start != off || end != off + buf.len() as u64 {
-            // a write of part of a page: read, modify, write the whole pages
-            self.read_full(b, start)?;
+        if is_aligned(buf, off) {
+            return self.file.write_all_at(buf, off);
         }
-        let at = (off - start) as usize;
-        b[at..at + buf.len()].copy_from_slice(buf);
-        // A write that ends mid-page writes the whole page: past the end of the file,
-        // the file then ends at the page's end. It is not trimmed back: a trim
-        // measured before the write would cut a concurrent write further on (the
-        // engine's files never depend on a length finer than a page).
-        self.file.write_all_at(b, start)
+        let (start, end) = span(off, buf.len());
+        with_bounce((end - start) as usize, |b| {
+            if start != off || end != off + buf.len() as u64 {
+                // a write of part of a page: read, modify, write the whole pages
+                self.read_full(b, start)?;
+            }
+            let at = (off - start) as usize;
+            b[at..at + buf.len()].copy_from_slice(buf);
+            // A write that ends mid-page writes the whole page: past the end of the
+            // file, the file then ends at the page's end. It is not trimmed back: a
+            // trim measured before the write would cut a concurrent write further on
+            // (the engine's files never depend on a length finer than a page).
+            self.file.write_all_at(b, start)
+        })
     }
     fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
@@ -181,5 +205,17 @@ mod tests {
         d.read_at(&mut x, 4000).unwrap();
         b.read_at(&mut y, 4000).unwrap();
         assert_eq!(x, y);
+        // aligned transfers go straight from and to the caller's buffer
+        let mut a = AlignedBuf::new(2 * ALIGN);
+        for (i, v) in a.iter_mut().enumerate() {
+            *v = (i * 13) as u8;
+        }
+        d.write_at(&a, 8192).unwrap();
+        let mut r = AlignedBuf::new(2 * ALIGN);
+        d.read_at(&mut r, 8192).unwrap();
+        assert_eq!(&r[..], &a[..]);
+        let mut y = vec![0u8; 2 * ALIGN];
+        d.read_at(&mut y, 8192).unwrap();
+        assert_eq!(&y[..], &a[..]);
     }
 }

@@ -3,6 +3,7 @@
 //! fdatasync, optional O_DSYNC); [`MemVfs`] keeps what was written apart from what is
 //! durable, so tests can build the files a crash would leave and inject I/O failures.
 
+pub(crate) mod aligned;
 mod file;
 mod mem;
 mod storage;
