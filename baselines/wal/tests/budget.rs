@@ -232,9 +232,9 @@ fn the_budget_is_an_option_and_stated() {
     let e: Arc<WalEngine> = WalEngine::open_with(&vfs, cfg(Some(64 << 20))).unwrap();
     let info = e.info();
     assert!(
-        info.settings
-            .iter()
-            .any(|(k, v)| k == "memory_split" && v.contains("page cache gets the rest")),
+        info.settings.iter().any(|(k, v)| k == "memory_split"
+            && v.contains("the page cache gets four fifths")
+            && v.contains("a twelfth left for what the engine does not count")),
         "{:?}",
         info.settings
     );
