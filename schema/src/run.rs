@@ -168,18 +168,29 @@ pub struct Driving {
     pub seed: u64,
     /// Whether the engine's native asynchronous path was used (async mode only).
     pub native_async: Option<bool>,
+    /// How `queue_depth` requests were kept in flight in an engine without a native
+    /// asynchronous path: `threads` (that many closed-loop client threads) or `pool`
+    /// (one injector through the thread-pool adapter). Absent in files from before
+    /// the choice existed, which all used the adapter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
 }
 
 impl Driving {
     /// The driving mode in words (`closed loop, 2 client thread(s)`, ...).
     pub fn describe(&self) -> String {
+        let threads = self.adapter.as_deref() == Some("threads");
         let mut s = match self.queue_depth {
+            Some(qd) if threads && self.native_async == Some(false) => format!(
+                "{qd} requests in flight as {qd} closed-loop client threads (no native async path)"
+            ),
             Some(qd) => format!(
                 "async, {qd} requests in flight from 1 injector ({})",
-                match self.native_async {
-                    Some(true) => "engine's native async path",
-                    Some(false) => "thread-pool adapter",
-                    None => "native async path, else a thread-pool adapter",
+                match (self.native_async, threads) {
+                    (Some(true), _) => "engine's native async path",
+                    (Some(false), _) => "thread-pool adapter",
+                    (None, true) => "native async path, else as many closed-loop client threads",
+                    (None, false) => "native async path, else a thread-pool adapter",
                 }
             ),
             None => format!("closed loop, {} client thread(s)", self.threads),

@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result, lock};
 use crate::rng::Rng;
+use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -30,13 +31,24 @@ pub fn fnvhash64(mut val: i64) -> i64 {
 /// number, left-padded with zeros to `zeropadding` digits.
 pub fn key_name(prefix: &str, keynum: i64, ordered: bool, zeropadding: usize) -> String {
     let n = if ordered { keynum } else { fnvhash64(keynum) };
-    let digits = n.to_string();
-    let fill = zeropadding.saturating_sub(digits.len());
-    let mut s = String::with_capacity(prefix.len() + fill + digits.len());
+    let digits = decimal_len(n);
+    let fill = zeropadding.saturating_sub(digits);
+    // one allocation per key, written in place (the driver draws one per operation)
+    let mut s = String::with_capacity(prefix.len() + fill + digits);
     s.push_str(prefix);
     s.extend(std::iter::repeat_n('0', fill));
-    s.push_str(&digits);
+    // writing to a String cannot fail
+    let _ = write!(s, "{n}");
     s
+}
+
+/// The length of `n` in decimal, as `n.to_string()` writes it.
+fn decimal_len(n: i64) -> usize {
+    let magnitude = n
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |l| l as usize + 1);
+    magnitude + usize::from(n < 0)
 }
 
 /// YCSB's zipfian constant.
@@ -512,6 +524,14 @@ mod tests {
         assert_eq!(key_name("user", 2, false, 1), "user1820151046732198393");
         assert_eq!(key_name("user", 42, true, 1), "user42");
         assert_eq!(key_name("user", 42, true, 6), "user000042");
+    }
+
+    #[test]
+    fn key_digits_are_what_to_string_writes() {
+        for n in [0, 7, 10, -1, -10, 99_999, i64::MAX, i64::MIN, i64::MIN + 1] {
+            assert_eq!(decimal_len(n), n.to_string().len());
+            assert_eq!(key_name("k", n, true, 0), format!("k{n}"));
+        }
     }
 
     #[test]

@@ -34,9 +34,15 @@ pub(super) struct DriveArgs {
     /// poisson (open loop with exponential gaps).
     #[arg(long, default_value = "constant")]
     pub(super) arrival: String,
-    /// Drive asynchronously from one injector with this many requests in flight.
+    /// Keep this many requests in flight: from one injector through the engine's
+    /// native asynchronous path, or (an engine without one) as --adapter says.
     #[arg(long)]
     pub(super) qd: Option<usize>,
+    /// How --qd drives an engine without a native asynchronous path: threads (as many
+    /// closed-loop client threads as requests in flight, each engine in its best mode)
+    /// or pool (one injector through a thread-pool adapter, a thread hop per request).
+    #[arg(long, default_value = "threads")]
+    pub(super) adapter: String,
     /// Warm-up before the measured run: SECONDS at the start of the run phase left out
     /// of the measurement, or `auto`: a warm-up phase of the run's mix (without
     /// inserts or deletes) until the engine's cache hit ratio and throughput are steady
@@ -103,6 +109,9 @@ pub(super) fn forward_args(w: &WorkloadArgs, d: &DriveArgs) -> Vec<String> {
     opt(&mut v, "--threads", d.threads.map(|x| x.to_string()));
     opt(&mut v, "--target", d.target.map(|x| x.to_string()));
     opt(&mut v, "--qd", d.qd.map(|x| x.to_string()));
+    if d.adapter != "threads" {
+        v.extend(["--adapter".to_string(), d.adapter.clone()]);
+    }
     opt(&mut v, "--memory", d.memory.clone());
     opt(&mut v, "--duration", d.duration.map(|x| x.to_string()));
     opt(&mut v, "--warmup", d.warmup.clone());

@@ -216,27 +216,31 @@ fn killed_record(engine: &str, budget: u64, limit: Option<u64>) -> RunFile {
 /// the driver's memory. It is counted in every engine's figure alike.
 pub(super) const DRIVER_ROOM: u64 = 8 << 20;
 
-/// Room per client thread beyond the first: each keeps about 1.5 MiB of histograms (the
-/// null engine: 99 MiB at 64 threads against 3 MiB at one; results/memory-budget/
-/// measurements.md, "Many client threads"), counted and left out of the engine's
-/// figure but charged to the cgroup.
-pub(super) const ROOM_PER_CLIENT_THREAD: u64 = 2 << 20;
+/// Room per recorder beyond the first: each keeps about 1.5 MiB of histograms (the
+/// null engine: 99 MiB at 64 threads against 3 MiB at one when every client thread had
+/// its own; results/memory-budget/measurements.md, "Many client threads"), counted and
+/// left out of the engine's figure but charged to the cgroup. Client threads beyond
+/// one per core share recorders (`ycsb::runner::recorders_for`).
+pub(super) const ROOM_PER_RECORDER: u64 = 2 << 20;
 
-/// Room per request in flight beyond the first at `--qd`, for the thread-pool
-/// adapter's threads: a stack and an allocator heap each, about 8 MiB for 64 (smaps:
-/// 1.6-1.8 MiB of stacks, 5-6 MiB of mimalloc's arena). It was 2 MiB a thread as for
-/// client threads, but the room is memory an engine that reads through the OS page
-/// cache fills (sled, the WAL engine's files): at 64 in flight that was 126 MiB of
-/// page cache beyond the budget. What RocksDB's allocator keeps beyond its cache at 64
+/// Room per driving thread beyond the first (client threads, or the thread-pool
+/// adapter's threads at `--qd`): a stack and an allocator heap each, about 8 MiB for
+/// 64 (smaps: 1.6-1.8 MiB of stacks, 5-6 MiB of mimalloc's arena). It was 2 MiB a
+/// thread, but the room is memory an engine that reads through the OS page cache
+/// fills (sled, the WAL engine's files): at 64 in flight that was 126 MiB of page
+/// cache beyond the budget. What RocksDB's allocator keeps beyond its cache at 64
 /// threads is the engine's, held by the memory governor (`measure/govern.rs`).
-pub(super) const ROOM_PER_REQUEST: u64 = 256 << 10;
+pub(super) const ROOM_PER_THREAD: u64 = 256 << 10;
 
-/// The room for a driver of `client_threads` client threads and `qd` requests in
-/// flight (0: a closed loop).
+/// The room for a driver of `client_threads` client threads, or at `--qd` (`qd` > 0)
+/// of `qd` requests in flight: as many threads (the engine's own or the driver's,
+/// not known before the engine opens) and one recorder per core among them.
 pub(super) fn driver_room(client_threads: usize, qd: usize) -> u64 {
+    let threads = if qd > 0 { qd } else { client_threads }.max(1);
+    let recorders = ycsb::runner::recorders_for(threads);
     DRIVER_ROOM
-        + ROOM_PER_CLIENT_THREAD * client_threads.saturating_sub(1) as u64
-        + ROOM_PER_REQUEST * qd.saturating_sub(1) as u64
+        + ROOM_PER_RECORDER * (recorders - 1) as u64
+        + ROOM_PER_THREAD * (threads - 1) as u64
 }
 
 /// Sets the limit of the run's own cgroup to the budget plus what the process is

@@ -164,7 +164,14 @@ fn driving(d: &DriveArgs, p: &Properties, seed: u64) -> Result<Driving> {
             d.arrival
         )));
     }
+    if d.adapter != "threads" && d.adapter != "pool" {
+        return Err(Error::usage(format!(
+            "--adapter: expected threads or pool, got '{}'",
+            d.adapter
+        )));
+    }
     Ok(Driving {
+        adapter: d.qd.map(|_| d.adapter.clone()),
         arrival: d.arrival.clone(),
         threads,
         queue_depth: d.qd,

@@ -2,7 +2,7 @@
 
 use super::outcome::{Verify, outcome_of, read_outcome, scan_outcome};
 use super::versions::Versions;
-use crate::measure::{Outcome, Recorder};
+use crate::measure::{Outcome, Record};
 use crate::record;
 use crate::workload::{Op, OpKind};
 use kvapi::Engine;
@@ -29,7 +29,7 @@ pub(super) fn exec_blocking(
     versions: &mut Versions,
     buf: &mut Vec<u8>,
     verify: bool,
-    rec: &mut Recorder,
+    rec: &mut dyn Record,
     intended: Option<Instant>,
 ) {
     let key = op.key.as_bytes();

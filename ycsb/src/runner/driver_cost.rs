@@ -76,7 +76,8 @@ pub(super) fn driver_cost(
         warmup_s: 0.0,
         warmup_until_steady_max_s: None,
         max_time_s: Some(d.max_time_s.map_or(CALIBRATION_S, |t| t.min(CALIBRATION_S))),
-        native_async: None,
+        // the engine's mode, not the null engine's: an engine without a native
+        // asynchronous path was driven by client threads, and so is the calibration
         ..d.clone()
     };
     let null: Arc<dyn Engine> = Arc::new(baselines::null::NullEngine);

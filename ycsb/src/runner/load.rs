@@ -1,6 +1,6 @@
 //! The load phase: insert the records, each value version 0 of its key.
 
-use super::closed_loop::fan_out;
+use super::closed_loop::{Mode, fan_out, mode, with_native};
 use super::driver_cost::driver_cost;
 use super::injector::{self, Plan};
 use super::outcome::outcome_of;
@@ -63,6 +63,7 @@ where
         item: &item,
         fields,
     };
+    let d = &with_native(&engine, d);
     let (mut p, _) = measure_load(engine, &items, d, ctx, phase, None)?;
     p.driver_cpu_us_per_op = driver_cost(d, |null, d| {
         let (_, own) = measure_load(null, &items, d, &Ctx::default(), phase, d.max_time_s)?;
@@ -110,34 +111,35 @@ where
         None,
     )?;
     let next = AtomicU64::new(0);
-    let rec = if let Some(qd) = d.queue_depth {
-        let mut state = init(u64::MAX);
-        let mut ops = std::iter::from_fn(|| {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            (i < count).then(|| {
-                let (key, value_len) = item(&mut state, i);
-                Op {
-                    kind: OpKind::Insert,
-                    keynum: -1,
-                    key,
-                    value_len,
-                    scan_len: 0,
-                    at: None,
-                    fields,
-                    field: None,
-                }
-            })
-        });
-        let plan = Plan {
-            qd,
-            target: None,
-            verify: false,
-            acks: None,
-            poll_mark: false,
-        };
-        injector::drive(engine, &mut ops, &plan, &m)?
-    } else {
-        fan_out(d.threads, &m, |t, rec| {
+    let rec = match mode(&engine, d) {
+        Mode::Injector(qd) => {
+            let mut state = init(u64::MAX);
+            let mut ops = std::iter::from_fn(|| {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                (i < count).then(|| {
+                    let (key, value_len) = item(&mut state, i);
+                    Op {
+                        kind: OpKind::Insert,
+                        keynum: -1,
+                        key,
+                        value_len,
+                        scan_len: 0,
+                        at: None,
+                        fields,
+                        field: None,
+                    }
+                })
+            });
+            let plan = Plan {
+                qd,
+                target: None,
+                verify: false,
+                acks: None,
+                poll_mark: false,
+            };
+            injector::drive(engine, &mut ops, &plan, &m)?
+        }
+        Mode::Threads(threads) => fan_out(threads, &m, |t, rec| {
             let mut state = init(t as u64);
             let mut buf = Vec::new();
             loop {
@@ -153,7 +155,7 @@ where
                 rec.record(OpKind::Insert, None, t0, t1, outcome_of(&r));
                 rec.bytes(t1, 0, (key.len() + buf.len()) as u64);
             }
-        })?
+        })?,
     };
     let own = m.driver_cpu.us_per_op(rec.measured_ops());
     Ok((m.finish(rec), own))

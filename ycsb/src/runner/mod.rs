@@ -22,6 +22,7 @@ mod run;
 mod versions;
 mod warmup;
 
+pub use closed_loop::recorders_for;
 pub use load::{load, load_items};
 pub use outcome::{OVER_BUDGET_KIND, first_error, over_budget};
 pub use phase::{Ctx, Notice, Progress, StopWhen};

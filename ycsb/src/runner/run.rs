@@ -3,7 +3,7 @@
 
 use super::arrivals::{Arrivals, wait_until};
 use super::blocking::exec_blocking;
-use super::closed_loop::fan_out;
+use super::closed_loop::{Mode, fan_out, mode, with_native};
 use super::driver_cost::driver_cost;
 use super::injector::{self, Plan};
 use super::phase::{Clock, Ctx, Measured, StopWhen};
@@ -19,6 +19,7 @@ use std::sync::Arc;
 /// the time limit.
 /// The result states the driver's own CPU per operation (see `driver_cost`).
 pub fn run(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
+    let d = &with_native(&engine, d);
     let (mut phase, _) = measure_run(engine, w.clone(), d, ctx, "run", "run", None)?;
     phase.driver_cpu_us_per_op = driver_cost(d, |null, d| {
         measure_run(null, w, d, &Ctx::default(), "run", "run", None).map(|(_, own)| own)
@@ -61,26 +62,26 @@ fn measure_run(
     let m = Measured::start(name, label, clock, total, ctx, stop_when)?;
     let acks = Arc::new(AckCounter::new(w.recordcount));
     let poisson = d.arrival == "poisson";
-    let rec = if let Some(qd) = d.queue_depth {
-        let mut stream = OpStream::new(w.clone(), acks.clone(), d.seed, 0);
-        let mut issued = 0u64;
-        let mut ops = std::iter::from_fn(|| {
-            (issued < opcount).then(|| {
-                issued += 1;
-                stream.next_op()
-            })
-        });
-        let plan = Plan {
-            qd,
-            target: d.target_ops.map(|r| (r, poisson)),
-            verify: w.dataintegrity,
-            acks: Some(&acks),
-            poll_mark: true,
-        };
-        injector::drive(engine, &mut ops, &plan, &m)?
-    } else {
-        let threads = d.threads.max(1);
-        fan_out(threads, &m, |t, rec| {
+    let rec = match mode(&engine, d) {
+        Mode::Injector(qd) => {
+            let mut stream = OpStream::new(w.clone(), acks.clone(), d.seed, 0);
+            let mut issued = 0u64;
+            let mut ops = std::iter::from_fn(|| {
+                (issued < opcount).then(|| {
+                    issued += 1;
+                    stream.next_op()
+                })
+            });
+            let plan = Plan {
+                qd,
+                target: d.target_ops.map(|r| (r, poisson)),
+                verify: w.dataintegrity,
+                acks: Some(&acks),
+                poll_mark: true,
+            };
+            injector::drive(engine, &mut ops, &plan, &m)?
+        }
+        Mode::Threads(threads) => fan_out(threads, &m, |t, rec| {
             // YCSB splits the operation count evenly over the threads.
             let budget =
                 opcount / threads as u64 + u64::from((t as u64) < opcount % threads as u64);
@@ -121,7 +122,7 @@ fn measure_run(
                 }
                 i += 1;
             }
-        })?
+        })?,
     };
     let own = m.driver_cpu.us_per_op(rec.measured_ops());
     Ok((m.finish(rec), own))
