@@ -189,7 +189,7 @@ impl Driving {
                 match (self.native_async, threads) {
                     (Some(true), _) => "engine's native async path",
                     (Some(false), _) => "thread-pool adapter",
-                    (None, true) => "native async path, else as many closed-loop client threads",
+                    (None, true) => "native async path, else as many client threads",
                     (None, false) => "native async path, else a thread-pool adapter",
                 }
             ),
