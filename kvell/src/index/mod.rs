@@ -7,5 +7,5 @@ mod map;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use key::Key;
+pub(crate) use key::{Key, ShortKey};
 pub(crate) use map::{Index, lock};

@@ -1,6 +1,7 @@
 //! I/O: the backend seam ([`Backend`], `backend.rs`), aligned buffers (`buf.rs`), the
 //! files a backend opens (`files.rs`), the page cache's memory (`pagemem.rs`: a
-//! mapping of its own, given back to the OS page by page) and three backends:
+//! mapping of its own, given back to the OS page by page; `mapped_vec.rs`, recovery's
+//! vector in one) and three backends:
 //! [`uring`] (io_uring, the default), [`psync`] (plain pread/pwrite, executed at
 //! submit time) and [`sim`] (in-memory files that keep "written" apart from
 //! "durable", to simulate power loss in tests). How a worker batches its I/O, keeps
@@ -10,6 +11,7 @@
 mod backend;
 pub mod buf;
 pub mod files;
+pub mod mapped_vec;
 pub mod pagemem;
 pub mod psync;
 pub mod sim;
@@ -17,4 +19,5 @@ pub mod uring;
 
 pub use backend::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
 pub use buf::{AlignedBuf, BufPool, PAGE, RUN};
+pub use mapped_vec::MappedVec;
 pub use pagemem::PageMem;

@@ -62,6 +62,34 @@ impl PageMem {
         Ok(PageMem { ptr, len })
     }
 
+    /// Grows the mapping to `pages` pages (`mremap`, which may move it: the pages
+    /// written so far move with their contents, none copied, so growing never holds
+    /// the old and the new at once); the new pages read as zeros.
+    pub fn grow(&mut self, pages: usize) -> io::Result<()> {
+        let len = pages * PAGE;
+        if len <= self.len {
+            return Ok(());
+        }
+        // SAFETY: the mapping made in `new` (or moved here before), `&mut self` means
+        // no reference to its bytes is alive; on success the old address is no longer
+        // used and `ptr`/`len` describe the new mapping, which keeps the old bytes and
+        // zero-fills the rest (anonymous memory).
+        let raw = unsafe {
+            libc::mremap(
+                self.ptr.as_ptr().cast(),
+                self.len,
+                len,
+                libc::MREMAP_MAYMOVE,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        self.ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        self.len = len;
+        Ok(())
+    }
+
     fn check(&self, pages: &Range<usize>) -> io::Result<(*mut u8, usize)> {
         if pages.start > pages.end || pages.end > self.len / PAGE {
             return Err(io::Error::new(

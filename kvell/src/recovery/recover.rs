@@ -49,7 +49,7 @@ pub(crate) fn recover(
 ) -> Result<Recovered> {
     let (clean, recorded) = CleanRecord::open(io, dir, worker)?;
     let ends = recorded.ends;
-    let mut scan = Scan::new(fmt, ends.is_some(), atomic);
+    let mut scan = Scan::new(fmt, ends.is_some(), atomic)?;
     let mut slabs = Vec::with_capacity(NCLASS);
     let mut frees: Vec<Vec<u64>> = Vec::with_capacity(NCLASS);
     // Never-written slots below a slab's end (a crash lost an append): they get a
@@ -89,7 +89,7 @@ pub(crate) fn recover(
     // anything in them is acknowledged.
     io.sync_dir(dir)
         .map_err(|e| Error::io(format!("syncing the directory {}", dir.display()), e))?;
-    let newest = scan.newest();
+    let newest = scan.newest()?;
     // Older copies, holes and torn slots: write a tombstone over each, then reuse the
     // slot.
     scan.repairs.stale += scan.stale.len() as u64;
@@ -106,7 +106,7 @@ pub(crate) fn recover(
     for (s, f) in slabs.iter_mut().zip(frees) {
         s.free.set_recovered(f);
     }
-    let index = Index::from_sorted(newest.into_iter().map(|(k, loc, _)| (k, loc)));
+    let index = Index::from_sorted(newest);
     Ok(Recovered {
         slabs,
         clean,

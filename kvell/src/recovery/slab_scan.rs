@@ -9,8 +9,8 @@
 
 use super::readahead::{CHUNK, ReadAhead};
 use super::report::{Kind, Repairs};
-use crate::index::Key;
-use crate::io::{Backend, FileId, PAGE};
+use crate::index::{Key, ShortKey};
+use crate::io::{Backend, FileId, MappedVec, PAGE};
 use crate::slab::{self, Format, Loc, Slot};
 use kvapi::{Error, Result};
 use std::path::Path;
@@ -38,8 +38,11 @@ pub(super) struct Scan {
     /// Every copy of every key, in scan order: (key, where, timestamp). `newest`
     /// keeps the copy of each key with the highest timestamp. (A vector, sorted
     /// once, where a `BTreeMap` took about 70 B per key and, freed, left the index
-    /// built beside it on fragmented heap pages that stayed resident.)
-    found: Vec<(Key, Loc, u64)>,
+    /// built beside it on fragmented heap pages that stayed resident; in a mapping
+    /// of its own, given back to the OS when dropped: see `io::MappedVec`.) Keys too
+    /// long to be stored inline, rare, in `found_long`.
+    found: MappedVec<(ShortKey, Loc, u64)>,
+    found_long: Vec<(Key, Loc, u64)>,
     /// Older copies of a key.
     pub(super) stale: Vec<Loc>,
     /// Slots a write in flight at an unclean shutdown could have torn.
@@ -69,18 +72,20 @@ pub(super) struct ScannedSlab {
 }
 
 impl Scan {
-    pub(super) fn new(fmt: Format, clean: bool, atomic: usize) -> Scan {
-        Scan {
+    pub(super) fn new(fmt: Format, clean: bool, atomic: usize) -> Result<Scan> {
+        Ok(Scan {
             fmt,
             clean,
             atomic,
-            found: Vec::new(),
+            found: MappedVec::new()
+                .map_err(|e| Error::io("mapping recovery's list of items", e))?,
+            found_long: Vec::new(),
             stale: Vec::new(),
             torn_slots: Vec::new(),
             repairs: Repairs::default(),
             max_ts: 0,
             bytes_read: 0,
-        }
+        })
     }
 
     /// Opens the slab of `class` at `path` and scans it front to back; `recorded` is
@@ -237,9 +242,13 @@ impl Scan {
             } => {
                 self.max_ts = self.max_ts.max(ts);
                 s.end_slot = slot + 1;
-                let key = if large {
+                let key: Vec<u8>;
+                let key: &[u8] = if large {
                     match self.fmt.read_large(b, ts, key_len, value_len) {
-                        Ok(Some((k, _))) => Key::new(&k),
+                        Ok(Some((k, _))) => {
+                            key = k;
+                            &key
+                        }
                         // Every used page carries the item's timestamp: one write
                         // made them all, so only a device tearing inside a page
                         // could have left a checksum that fails.
@@ -258,9 +267,16 @@ impl Scan {
                         }
                     }
                 } else {
-                    Key::new(slab::small_kv(b, key_len, value_len).0)
+                    slab::small_kv(b, key_len, value_len).0
                 };
-                self.found.push((key, Loc::new(s.class, slot), ts));
+                let loc = Loc::new(s.class, slot);
+                match ShortKey::new(key) {
+                    Some(k) => self
+                        .found
+                        .push((k, loc, ts))
+                        .map_err(|e| Error::io("growing recovery's list of items", e))?,
+                    None => self.found_long.push((Key::new(key), loc, ts)),
+                }
             }
         }
         Ok(())
@@ -268,23 +284,34 @@ impl Scan {
 
     /// The copy of each key with the highest timestamp, in key order (of equal
     /// timestamps, the one scanned first); every other copy goes to `stale`.
-    pub(super) fn newest(&mut self) -> Vec<(Key, Loc, u64)> {
-        let mut found = std::mem::take(&mut self.found);
+    pub(super) fn newest(&mut self) -> Result<Newest> {
+        let mut short = std::mem::replace(
+            &mut self.found,
+            MappedVec::new().map_err(|e| Error::io("mapping recovery's list of items", e))?,
+        );
+        let mut long = std::mem::take(&mut self.found_long);
         // A `Loc` orders as the scan went: class, then slot.
-        found.sort_unstable_by(|a, b| {
+        short.as_mut_slice().sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| b.2.cmp(&a.2))
+                .then_with(|| a.1.0.cmp(&b.1.0))
+        });
+        long.sort_unstable_by(|a, b| {
             a.0.cmp(&b.0)
                 .then_with(|| b.2.cmp(&a.2))
                 .then_with(|| a.1.0.cmp(&b.1.0))
         });
         let stale = &mut self.stale;
-        found.dedup_by(|later, kept| {
+        let kept = dedup_first(short.as_mut_slice(), stale);
+        short.truncate(kept);
+        long.dedup_by(|later, kept| {
             let dup = later.0 == kept.0;
             if dup {
                 stale.push(later.1);
             }
             dup
         });
-        found
+        Ok(Newest { short, long })
     }
 
     /// A slot that failed its checks (`detail`). After a clean close nothing was in
@@ -340,5 +367,118 @@ impl Scan {
         self.torn_slots.push(Loc::new(s.class, slot));
         s.end_slot = s.end_slot.max(slot + 1);
         Ok(())
+    }
+}
+
+/// Keeps the first of each run of equal keys in `v` (sorted) at the front, the
+/// others' locations going to `stale`; returns how many are kept.
+fn dedup_first(v: &mut [(ShortKey, Loc, u64)], stale: &mut Vec<Loc>) -> usize {
+    if v.is_empty() {
+        return 0;
+    }
+    let mut kept = 1;
+    for i in 1..v.len() {
+        if v[i].0 == v[kept - 1].0 {
+            stale.push(v[i].1);
+        } else {
+            v[kept] = v[i];
+            kept += 1;
+        }
+    }
+    kept
+}
+
+/// The newest copy of every key, in key order: short keys and long ones, each sorted.
+pub(super) struct Newest {
+    short: MappedVec<(ShortKey, Loc, u64)>,
+    long: Vec<(Key, Loc, u64)>,
+}
+
+impl IntoIterator for Newest {
+    type Item = (Key, Loc);
+    type IntoIter = NewestInOrder;
+    fn into_iter(self) -> NewestInOrder {
+        NewestInOrder {
+            short: self.short,
+            at: 0,
+            long: self.long.into_iter().peekable(),
+        }
+    }
+}
+
+/// Every key of a [`Newest`] with its location, in key order (the two lists merged).
+pub(super) struct NewestInOrder {
+    short: MappedVec<(ShortKey, Loc, u64)>,
+    at: usize,
+    long: std::iter::Peekable<std::vec::IntoIter<(Key, Loc, u64)>>,
+}
+
+impl Iterator for NewestInOrder {
+    type Item = (Key, Loc);
+    fn next(&mut self) -> Option<(Key, Loc)> {
+        let short = self.short.as_slice().get(self.at).copied();
+        match (short, self.long.peek()) {
+            (Some((k, _, _)), Some((l, _, _))) if l.as_bytes() < k.as_bytes() => {
+                self.long.next().map(|(l, loc, _)| (l, loc))
+            }
+            (Some((k, loc, _)), _) => {
+                self.at += 1;
+                Some((k.key(), loc))
+            }
+            (None, _) => self.long.next().map(|(l, loc, _)| (l, loc)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Short keys (inline, in the mapped vector) and long ones (in a plain vector)
+    /// come out as one list in byte order, each key once with its newest copy (of
+    /// equal timestamps, the first scanned), the older copies stale.
+    #[test]
+    fn newest_merges_short_and_long_keys_in_order() {
+        let mut scan = Scan::new(Format::default(), false, PAGE).unwrap();
+        let long = |c: char| format!("{}{}", c, "x".repeat(30)).into_bytes();
+        let copies: Vec<(Vec<u8>, u64, u64)> = vec![
+            (b"b".to_vec(), 1, 10),
+            (long('a'), 2, 10),
+            (b"b".to_vec(), 3, 12), // newer copy of b
+            (long('c'), 4, 10),
+            (b"a".to_vec(), 5, 10),
+            (long('a'), 6, 9), // older copy of the long a
+            (b"d".to_vec(), 7, 10),
+            (b"d".to_vec(), 8, 10), // same timestamp: the first scanned wins
+            (b"bb".to_vec(), 9, 10),
+        ];
+        for (k, slot, ts) in &copies {
+            let loc = Loc::new(0, *slot);
+            match ShortKey::new(k) {
+                Some(s) => scan.found.push((s, loc, *ts)).unwrap(),
+                None => scan.found_long.push((Key::new(k), loc, *ts)),
+            }
+        }
+        let got: Vec<(Vec<u8>, u64)> = scan
+            .newest()
+            .unwrap()
+            .into_iter()
+            .map(|(k, loc)| (k.as_bytes().to_vec(), loc.0))
+            .collect();
+        let slot = |s: u64| Loc::new(0, s).0;
+        assert_eq!(
+            got,
+            vec![
+                (b"a".to_vec(), slot(5)),
+                (long('a'), slot(2)),
+                (b"b".to_vec(), slot(3)),
+                (b"bb".to_vec(), slot(9)),
+                (long('c'), slot(4)),
+                (b"d".to_vec(), slot(7)),
+            ]
+        );
+        let mut stale: Vec<u64> = scan.stale.iter().map(|l| l.0).collect();
+        stale.sort_unstable();
+        assert_eq!(stale, vec![slot(1), slot(6), slot(8)]);
     }
 }
