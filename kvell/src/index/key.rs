@@ -63,28 +63,25 @@ impl PartialOrd for Key {
 impl Ord for Key {
     fn cmp(&self, o: &Key) -> Ordering {
         match (self, o) {
-            (Key::Inline(la, a), Key::Inline(lb, b)) => cmp_inline(*la, a, *lb, b),
+            // Zero padding makes word order equal byte order; equal words then
+            // mean one key is a prefix of the other (plus zeros): shorter first.
+            (Key::Inline(la, a), Key::Inline(lb, b)) => (0..3)
+                .map(|i| word(a, i).cmp(&word(b, i)))
+                .find(|c| c.is_ne())
+                .unwrap_or_else(|| la.cmp(lb)),
             _ => self.as_bytes().cmp(o.as_bytes()),
         }
     }
 }
 
-/// Two inline keys in byte order. Zero padding makes word order equal byte order;
-/// equal words then mean one key is a prefix of the other (plus zeros): shorter first.
-fn cmp_inline(la: u8, a: &[u8; INLINE], lb: u8, b: &[u8; INLINE]) -> Ordering {
-    (0..3)
-        .map(|i| word(a, i).cmp(&word(b, i)))
-        .find(|c| c.is_ne())
-        .unwrap_or_else(|| la.cmp(&lb))
-}
-
 /// A key short enough to be stored inline, as plain bytes (`Copy`, nothing on the
-/// heap), ordered as [`Key`] orders it: recovery sorts millions of them in a vector
-/// of its own mapping (`io::MappedVec`).
-#[derive(Clone, Copy)]
+/// heap), ordered as [`Key`] orders it (the zero-padded bytes, then the length: byte
+/// order, shorter first on a tie): recovery sorts millions of them in a vector of its
+/// own mapping (`io::MappedVec`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct ShortKey {
-    len: u8,
     b: [u8; INLINE],
+    len: u8,
 }
 
 impl ShortKey {
@@ -94,8 +91,8 @@ impl ShortKey {
             let mut b = [0u8; INLINE];
             b[..k.len()].copy_from_slice(k);
             ShortKey {
-                len: k.len() as u8,
                 b,
+                len: k.len() as u8,
             }
         })
     }
@@ -104,23 +101,6 @@ impl ShortKey {
     }
     pub(crate) fn key(&self) -> Key {
         Key::Inline(self.len, self.b)
-    }
-}
-
-impl PartialEq for ShortKey {
-    fn eq(&self, o: &ShortKey) -> bool {
-        self.len == o.len && self.b == o.b
-    }
-}
-impl Eq for ShortKey {}
-impl PartialOrd for ShortKey {
-    fn partial_cmp(&self, o: &ShortKey) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for ShortKey {
-    fn cmp(&self, o: &ShortKey) -> Ordering {
-        cmp_inline(self.len, &self.b, o.len, &o.b)
     }
 }
 

@@ -66,7 +66,7 @@ impl Bound {
         match self {
             Bound::NoBudget => "none: no --memory budget".into(),
             Bound::Own(c) => format!(
-                "memory cgroup {} of this run ({}): budget plus the driver's own charge at engine open plus room for the driver's growth (8 MiB, 2 MiB per client thread and 256 KiB per request in flight beyond one)",
+                "memory cgroup {} of this run ({}): budget plus the driver's own charge at engine open plus room for the driver's growth (8 MiB, 2 MiB per recorder and 256 KiB per driving thread beyond one)",
                 match c.version {
                     CgroupVersion::V1 => "v1, memory.limit_in_bytes",
                     CgroupVersion::V2 => "v2, memory.max",

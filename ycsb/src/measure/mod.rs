@@ -8,7 +8,8 @@ pub mod watch;
 
 pub(crate) use recorder::summary;
 pub use recorder::{
-    Outcome, Record, Recorder, Shared, Slot, histogram_bytes, histogram_peak, reset_histogram_peak,
+    Outcome, Record, Recorder, RecorderRef, Shared, Slot, histogram_bytes, histogram_peak,
+    reset_histogram_peak,
 };
 pub use sampler::{Sampler, Tick};
 pub use watch::Watch;

@@ -152,66 +152,57 @@ pub struct Recorder {
 }
 
 /// Where a client thread records its operations: a recorder of its own, or one it
-/// shares with other client threads ([`Shared`]).
+/// shares with other client threads ([`Shared`]). [`Record::recorder`] is taken once
+/// per operation, after the engine answered, for all that operation records.
 pub trait Record {
-    /// See [`Recorder::record`].
-    fn record(
-        &mut self,
-        kind: OpKind,
-        intended: Option<Instant>,
-        start: Instant,
-        end: Instant,
-        outcome: Outcome,
-    );
-    /// See [`Recorder::record_part`].
-    fn record_part(
-        &mut self,
-        kind: OpKind,
-        intended: Option<Instant>,
-        start: Instant,
-        end: Instant,
-        outcome: Outcome,
-    );
-    /// See [`Recorder::bytes`].
-    fn bytes(&mut self, end: Instant, read: u64, written: u64);
+    fn recorder(&mut self) -> RecorderRef<'_>;
+}
+
+/// A recorder to record into: owned by the thread, or locked until dropped.
+pub enum RecorderRef<'a> {
+    Own(&'a mut Recorder),
+    Locked(std::sync::MutexGuard<'a, Recorder>),
+}
+
+impl std::ops::Deref for RecorderRef<'_> {
+    type Target = Recorder;
+    fn deref(&self) -> &Recorder {
+        match self {
+            RecorderRef::Own(r) => r,
+            RecorderRef::Locked(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for RecorderRef<'_> {
+    fn deref_mut(&mut self) -> &mut Recorder {
+        match self {
+            RecorderRef::Own(r) => r,
+            RecorderRef::Locked(g) => g,
+        }
+    }
 }
 
 impl Record for Recorder {
-    fn record(&mut self, k: OpKind, i: Option<Instant>, s: Instant, e: Instant, o: Outcome) {
-        Recorder::record(self, k, i, s, e, o);
-    }
-    fn record_part(&mut self, k: OpKind, i: Option<Instant>, s: Instant, e: Instant, o: Outcome) {
-        Recorder::record_part(self, k, i, s, e, o);
-    }
-    fn bytes(&mut self, end: Instant, read: u64, written: u64) {
-        Recorder::bytes(self, end, read, written);
+    fn recorder(&mut self) -> RecorderRef<'_> {
+        RecorderRef::Own(self)
     }
 }
 
-/// A recorder shared by several client threads, locked for each record (never
-/// while the engine works). Many client threads on few cores share a few recorders
-/// instead of keeping about 1.5 MiB of histograms each.
+/// A recorder shared by several client threads, locked for each operation's records
+/// (never while the engine works). Many client threads on few cores share a few
+/// recorders instead of keeping about 1.5 MiB of histograms each.
 pub struct Shared<'a>(pub &'a Mutex<Recorder>);
 
-impl Shared<'_> {
+impl Record for Shared<'_> {
     /// The recorder is measurement state with no invariant a panicking client thread
     /// could break halfway (it fails the phase anyway): a lock it held is taken over.
-    fn lock(&self) -> std::sync::MutexGuard<'_, Recorder> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Record for Shared<'_> {
-    fn record(&mut self, k: OpKind, i: Option<Instant>, s: Instant, e: Instant, o: Outcome) {
-        self.lock().record(k, i, s, e, o);
-    }
-    fn record_part(&mut self, k: OpKind, i: Option<Instant>, s: Instant, e: Instant, o: Outcome) {
-        self.lock().record_part(k, i, s, e, o);
-    }
-    fn bytes(&mut self, end: Instant, read: u64, written: u64) {
-        self.lock().bytes(end, read, written);
+    fn recorder(&mut self) -> RecorderRef<'_> {
+        RecorderRef::Locked(
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 }
 

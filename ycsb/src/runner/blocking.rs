@@ -40,6 +40,7 @@ pub(super) fn exec_blocking(
         OpKind::Read => {
             let (o, n) = read_outcome(key, &engine.get(key), check);
             let end = Instant::now();
+            let mut rec = rec.recorder();
             rec.record(op.kind, intended, start, end, o);
             rec.bytes(end, n, 0);
         }
@@ -47,6 +48,7 @@ pub(super) fn exec_blocking(
             record::make_into(key, versions.take(), op.value_len, op.fields, buf);
             let r = engine.insert(key, buf);
             let end = Instant::now();
+            let mut rec = rec.recorder();
             rec.record(op.kind, intended, start, end, outcome_of(&r));
             rec.bytes(end, 0, written(buf.len()));
         }
@@ -69,16 +71,20 @@ pub(super) fn exec_blocking(
                 },
             };
             let end = Instant::now();
+            let mut rec = rec.recorder();
             rec.record(op.kind, intended, start, end, o);
             rec.bytes(end, (read + key.len() * usize::from(read > 0)) as u64, w);
         }
         OpKind::Delete => {
             let r = engine.delete(key);
-            rec.record(op.kind, intended, start, Instant::now(), outcome_of(&r));
+            let end = Instant::now();
+            rec.recorder()
+                .record(op.kind, intended, start, end, outcome_of(&r));
         }
         OpKind::Scan => {
             let (o, n) = scan_outcome(&engine.scan(key, op.scan_len), check);
             let end = Instant::now();
+            let mut rec = rec.recorder();
             rec.record(op.kind, intended, start, end, o);
             rec.bytes(end, n, 0);
         }
@@ -86,13 +92,15 @@ pub(super) fn exec_blocking(
             let got = engine.get(key);
             let (o, n) = read_outcome(key, &got, check);
             let mid = Instant::now();
-            rec.record_part(OpKind::Read, intended, start, mid, o.clone());
+            rec.recorder()
+                .record_part(OpKind::Read, intended, start, mid, o.clone());
             let old = got.ok().flatten();
             let (r, w) = match new_record(op, old.as_deref(), versions.take(), buf) {
                 None => (Outcome::NotFound, 0),
                 Some(()) => (outcome_of(&engine.update(key, buf)), written(buf.len())),
             };
             let end = Instant::now();
+            let mut rec = rec.recorder();
             rec.record_part(OpKind::Update, None, mid, end, r.clone());
             let whole = if matches!(o, Outcome::Ok | Outcome::NotFound) {
                 r

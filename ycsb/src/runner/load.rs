@@ -152,6 +152,7 @@ where
                 let t0 = Instant::now();
                 let r = engine.insert(key.as_bytes(), &buf);
                 let t1 = Instant::now();
+                let mut rec = rec.recorder();
                 rec.record(OpKind::Insert, None, t0, t1, outcome_of(&r));
                 rec.bytes(t1, 0, (key.len() + buf.len()) as u64);
             }
