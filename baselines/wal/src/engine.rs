@@ -381,7 +381,10 @@ impl Engine for WalEngine {
 
     fn native_async(self: Arc<Self>) -> Option<Arc<dyn kvapi::AsyncEngine>> {
         let (reader, writer, log) = (self.reader.clone(), self.writer.clone(), self.log.clone());
-        Some(Arc::new(AsyncWal::new(self, reader, writer, log)))
+        // Without its miss loader's thread there is no native path: the driver then
+        // drives the engine with client threads, and says so.
+        let a = AsyncWal::new(self, reader, writer, log).ok()?;
+        Some(Arc::new(a))
     }
 
     fn close(&self) -> Result<()> {

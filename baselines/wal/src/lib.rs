@@ -27,6 +27,7 @@ pub mod format;
 mod heap;
 mod image;
 pub mod io;
+mod loader;
 mod log;
 mod open;
 mod read;

@@ -48,9 +48,16 @@ pub enum Stat {
     /// A gauge: bytes the checkpoint copy buffers hold (a checkpoint copies the dirty
     /// pages into them and writes from them; they are kept between checkpoints).
     CheckpointCopyBytes,
+    /// Meta pages the miss loader of the native asynchronous path read.
+    LoaderReads,
+    /// A gauge: the most page reads the miss loader had in flight at once.
+    LoaderPeak,
+    /// A gauge: 1 when the miss loader reads with an io_uring, 0 when it reads one
+    /// page at a time (a file without a descriptor, or no ring from the kernel).
+    LoaderRing,
 }
 
-const COUNT: usize = Stat::CheckpointCopyBytes as usize + 1;
+const COUNT: usize = Stat::LoaderRing as usize + 1;
 
 /// What the image says of itself, for the counters (`None` where it could not be
 /// read: a panic poisoned its lock).
@@ -69,7 +76,7 @@ pub struct ImageGauges {
 }
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 19] = [
+const EXTRA: [(&str, Stat); 22] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -89,6 +96,9 @@ const EXTRA: [(&str, Stat); 19] = [
     ("replay_torn_txns", Stat::ReplayTornTxns),
     ("replay_dropped_txns", Stat::ReplayDroppedTxns),
     ("creations_redone", Stat::CreationsRedone),
+    ("loader_reads", Stat::LoaderReads),
+    ("loader_peak_in_flight", Stat::LoaderPeak),
+    ("loader_ring", Stat::LoaderRing),
 ];
 
 #[derive(Default)]
@@ -108,6 +118,11 @@ impl Stats {
     /// Sets `s` to the microseconds since `t0`.
     pub fn set_us_since(&self, s: Stat, t0: Instant) {
         self.set(s, t0.elapsed().as_micros() as u64);
+    }
+
+    /// Raises the gauge `s` to `n` if below.
+    pub fn max(&self, s: Stat, n: u64) {
+        self.v[s as usize].fetch_max(n, Ordering::Relaxed);
     }
 
     fn get(&self, s: Stat) -> u64 {

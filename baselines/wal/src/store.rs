@@ -46,6 +46,42 @@ pub enum Found {
     Extent(Extent),
 }
 
+/// A lookup that did not read ([`Store::lookup_now`]).
+pub enum Now {
+    Found(Found),
+    /// The record (at the location given) is on a page not resident.
+    Miss(Miss, u64),
+}
+
+/// The record at location `l` of a page read after a miss, if it is still `key`'s
+/// (an evicted page is clean: its record is the key's value as of the lookup; no
+/// write to it was in flight, which would have held it resident). `None`: the key
+/// moved or went while the page was read; look again.
+pub fn found_in(page: &[u8], l: u64, key: &[u8]) -> Option<Found> {
+    match record_in(page, l)? {
+        (k, Stored::Inline(v)) if k == key => Some(Found::Value(v.to_vec())),
+        (k, Stored::Extent(x)) if k == key => Some(Found::Extent(x)),
+        _ => None,
+    }
+}
+
+/// A scan between its halves ([`Store::range_now`], [`Store::range_end`]): the keys
+/// with their values so far, and the records still to take from pages not resident
+/// (sorted by page).
+pub struct RangeScan {
+    out: Vec<(Vec<u8>, Option<ScanValue>)>,
+    missing: Vec<(usize, Miss, u64)>,
+}
+
+impl RangeScan {
+    /// The pages to read, each once, in the order [`Store::range_end`] asks for them.
+    pub fn pages(&self) -> Vec<Miss> {
+        let mut p: Vec<Miss> = self.missing.iter().map(|&(_, m, _)| m).collect();
+        p.dedup_by_key(|m| m.page);
+        p
+    }
+}
+
 /// A scanned key with its value, or the extent to read it from.
 pub type ScanItem = (Vec<u8>, ScanValue);
 
@@ -81,6 +117,12 @@ impl std::ops::Deref for PageRead<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.buf
+    }
+}
+
+impl std::ops::DerefMut for PageRead<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
     }
 }
 
@@ -186,34 +228,41 @@ impl Store {
     /// key is looked up again: it moved or went while the page was read).
     pub fn lookup(&self, key: &[u8]) -> Result<Found> {
         loop {
-            let (miss, l) = {
-                let core = self.read()?;
-                match core.heap.get(key) {
-                    Lookup::Missing => return Ok(Found::Missing),
-                    Lookup::Found(Stored::Inline(v)) => return Ok(Found::Value(v.to_vec())),
-                    Lookup::Found(Stored::Extent(x)) => {
-                        return Ok(
-                            match kvapi::sync::lock(&self.inflight, INFLIGHT)?.get(&x.start) {
-                                Some(v) => Found::Value(v.to_vec()),
-                                None => Found::Extent(x),
-                            },
-                        );
+            match self.lookup_now(key)? {
+                Now::Found(f) => return Ok(f),
+                Now::Miss(m, l) => {
+                    if let Some(f) = self.fetch(m)?.and_then(|b| found_in(&b, l, key)) {
+                        return Ok(f);
                     }
-                    Lookup::Miss(m, l) => (m, l),
                 }
-            };
-            if let Some(bytes) = self.fetch(miss)?
-                && let Some((k, v)) = record_in(&bytes, l)
-                && k == key
-            {
-                // an evicted page is clean: its record is the key's value as of the
-                // lookup (no write to it was in flight: that would hold it resident)
-                return Ok(match v {
-                    Stored::Inline(v) => Found::Value(v.to_vec()),
-                    Stored::Extent(x) => Found::Extent(x),
-                });
             }
         }
+    }
+
+    /// [`Store::lookup`] without reading: the key's value or extent, or the page
+    /// to read first (then [`found_in`] on its bytes, or look again).
+    pub fn lookup_now(&self, key: &[u8]) -> Result<Now> {
+        let core = self.read()?;
+        Ok(match core.heap.get(key) {
+            Lookup::Missing => Now::Found(Found::Missing),
+            Lookup::Found(Stored::Inline(v)) => Now::Found(Found::Value(v.to_vec())),
+            Lookup::Found(Stored::Extent(x)) => Now::Found(
+                match kvapi::sync::lock(&self.inflight, INFLIGHT)?.get(&x.start) {
+                    Some(v) => Found::Value(v.to_vec()),
+                    None => Found::Extent(x),
+                },
+            ),
+            Lookup::Miss(m, l) => Now::Miss(m, l),
+        })
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Whether the meta file backs the image (pages may then be evicted and read).
+    pub fn backing(&self) -> Option<&Backing> {
+        self.backing.as_ref()
     }
 
     /// Reads the page of `m` from the meta file (no lock held) and installs it;
@@ -226,6 +275,14 @@ impl Store {
                 "a meta page is not resident and the image has no meta file".into(),
             ));
         };
+        let mut page = self.page_buf()?;
+        let ok = Image::read_page(backing, m.page, &mut page.buf)
+            .map_err(|e| kvapi::Error::io(format!("reading meta page {}", m.page), e))?;
+        self.loaded(m, page, ok)
+    }
+
+    /// A page buffer for the read of a miss, from the store's pool.
+    pub fn page_buf(&self) -> Result<PageRead<'_>> {
         let mut page = PageRead {
             buf: sync::lock(&self.read_bufs, "the page read buffers")?
                 .pop()
@@ -233,19 +290,32 @@ impl Store {
             pool: &self.read_bufs,
         };
         page.buf.set_len(BLOCK);
-        let ok = Image::read_page(backing, m.page, &mut page.buf)
-            .map_err(|e| kvapi::Error::io(format!("reading meta page {}", m.page), e))?;
+        Ok(page)
+    }
+
+    /// The page of `m` was read into `page` (`crc_ok`: its CRC matched, and the
+    /// field is zeroed): installs it, as [`Store::fetch`] says.
+    pub fn loaded<'a>(
+        &'a self,
+        m: Miss,
+        page: PageRead<'a>,
+        crc_ok: bool,
+    ) -> Result<Option<PageRead<'a>>> {
         self.stats.add(Stat::BytesRead, BLOCK as u64);
         self.stats.add(Stat::Reads, 1);
         let mut core = self.write()?;
-        match ok {
+        match crc_ok {
             true => match core.heap.install(m, &page) {
                 Installed::Yes => Ok(Some(page)),
                 Installed::Stale => Ok(None),
             },
             false if core.heap.image().needs_read(m.page) == Some(m) => {
                 Err(kvapi::Error::Corruption {
-                    file: backing.path.clone(),
+                    file: self
+                        .backing
+                        .as_ref()
+                        .map(|b| b.path.clone())
+                        .unwrap_or_default(),
                     offset: m.page as u64 * BLOCK as u64,
                     detail: format!("meta page {} fails its checksum", m.page),
                 })
@@ -254,13 +324,13 @@ impl Store {
         }
     }
 
-    /// Up to `count` keys from `start` with their values (copied) or extents. The
-    /// keys and the records of resident pages are taken under the read lock; the
-    /// other records are then taken from their pages read from the meta file (each
-    /// page once, a record used only if it is still its key's; otherwise the key is
-    /// looked up again), so a scan longer than the cache needs no page to stay
-    /// resident.
-    pub fn range(&self, start: &[u8], count: usize) -> Result<Vec<ScanItem>> {
+    /// A scan's first half: up to `count` keys from `start`, and the records of
+    /// resident pages (values copied, or extents), under the read lock;
+    /// [`RangeScan::pages`] are the pages to read, each once, and
+    /// [`Store::range_end`] takes the other records from them (a record used only if
+    /// it is still its key's; otherwise the key is looked up again). So a scan
+    /// longer than the cache needs no page to stay resident.
+    pub fn range_now(&self, start: &[u8], count: usize) -> Result<RangeScan> {
         // each key with its value, extent, or nothing yet (its page to be read)
         let mut out: Vec<(Vec<u8>, Option<ScanValue>)> = Vec::new();
         let mut missing: Vec<(usize, Miss, u64)> = Vec::new();
@@ -283,16 +353,27 @@ impl Store {
             }
         }
         missing.sort_by_key(|&(at, m, _)| (m.page, at));
+        Ok(RangeScan { out, missing })
+    }
+
+    /// A scan's second half (see [`Store::range_now`]): the records of the pages not resident,
+    /// from `page` (called once for each of [`RangeScan::pages`], in that order).
+    pub fn range_end<'a>(
+        &'a self,
+        r: RangeScan,
+        mut page: impl FnMut(Miss) -> Result<Option<PageRead<'a>>>,
+    ) -> Result<Vec<ScanItem>> {
+        let RangeScan { mut out, missing } = r;
         let mut i = 0;
         while i < missing.len() {
             let m = missing[i].1;
-            let bytes = self.fetch(m)?;
+            let bytes = page(m)?;
             while i < missing.len() && missing[i].1.page == m.page {
                 let (at, _, l) = missing[i];
                 let key = &out[at].0;
-                out[at].1 = match bytes.as_deref().and_then(|b| record_in(b, l)) {
-                    Some((k, Stored::Inline(v))) if k == &key[..] => Some(Ok(v.to_vec())),
-                    Some((k, Stored::Extent(x))) if k == &key[..] => Some(Err(x)),
+                out[at].1 = match bytes.as_deref().and_then(|b| found_in(b, l, key)) {
+                    Some(Found::Value(v)) => Some(Ok(v)),
+                    Some(Found::Extent(x)) => Some(Err(x)),
                     _ => match self.lookup(key)? {
                         Found::Missing => None,
                         Found::Value(v) => Some(Ok(v)),

@@ -15,7 +15,7 @@ use crate::extent::Extent;
 use crate::files::DataFile;
 use crate::format::BLOCK;
 use crate::heap::PageError;
-use crate::image::{MAX_RECORD, REC_INLINE_HDR, Stored, record_len};
+use crate::image::{MAX_RECORD, Miss, REC_INLINE_HDR, Stored, record_len};
 use crate::log::Log;
 use crate::stats::{Stat, Stats};
 use crate::store::{Core, Store};
@@ -273,6 +273,35 @@ impl Writer {
             }
         };
         Ok(b)
+    }
+
+    /// The pages `op` on `key` will change that are not resident (none without a
+    /// meta file), found without reading: the native asynchronous path has the
+    /// miss loader read them before it calls [`Writer::begin`], whose own reads
+    /// (`Store::prefetch`) then find them resident unless evicted in between.
+    pub fn misses(&self, key: &[u8], op: &Op) -> Result<Vec<Miss>> {
+        if self.store.backing().is_none() {
+            return Ok(Vec::new());
+        }
+        let rec = match *op {
+            Op::Delete => None,
+            Op::Put(v)
+                if v.len() < self.large_value
+                    && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD =>
+            {
+                Some(record_len(key.len(), &Stored::Inline(v)))
+            }
+            Op::Put(v) => Some(record_len(
+                key.len(),
+                &Stored::Extent(Extent {
+                    start: 0,
+                    blocks: v.len().div_ceil(BLOCK).max(1) as u32,
+                    len: v.len() as u32,
+                    crc: 0,
+                }),
+            )),
+        };
+        Ok(self.store.read()?.heap().misses_for(key, rec))
     }
 
     /// A value that goes to the data file: written first (and synced) above

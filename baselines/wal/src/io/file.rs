@@ -164,6 +164,9 @@ impl Storage for FileStorage {
     fn set_len(&self, len: u64) -> io::Result<()> {
         self.file.set_len(len)
     }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.file))
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,11 @@ pub trait Storage: Send + Sync {
     fn is_empty(&self) -> io::Result<bool> {
         Ok(self.len()? == 0)
     }
+    /// The file's descriptor, for reads submitted to an io_uring (the miss loader):
+    /// `None` for a simulated file, which is then read with [`Storage::read_at`].
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// Opens the engine's files by name.
