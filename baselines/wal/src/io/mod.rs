@@ -6,6 +6,7 @@
 pub(crate) mod aligned;
 mod file;
 mod mem;
+pub(crate) mod ring;
 mod storage;
 
 pub use file::FileVfs;
