@@ -41,6 +41,9 @@ pub struct Config {
     pub mode: Mode,
     pub checkpoint_pct: u64,
     pub checkpoint_ms: u64,
+    /// With a bounded page cache, a checkpoint starts when dirty pages pass this
+    /// percentage of the dirty limit (writers wait at 100%); 100: only at the limit.
+    pub checkpoint_dirty_pct: u64,
     /// Values of this many bytes or more go to the data file.
     pub large_value: usize,
     /// Large values above this many bytes are written (and synced) before the WAL
@@ -75,6 +78,7 @@ impl Config {
         };
         let checkpoint_pct = opts.u64("checkpoint_pct", 50)?;
         let checkpoint_ms = opts.u64("checkpoint_ms", 5000)?;
+        let checkpoint_dirty_pct = opts.u64("checkpoint_dirty_pct", 50)?;
         let large_value = opts.bytes("large_value", 4096)? as usize;
         let data_first = opts.bytes("data_first", 32 << 10)? as usize;
         let cache = opts.bytes("cache", 0)?;
@@ -98,11 +102,17 @@ impl Config {
                 "wal.checkpoint_pct must be between 1 and 95".into(),
             ));
         }
+        if !(1..=100).contains(&checkpoint_dirty_pct) {
+            return Err(Error::InvalidArgument(
+                "wal.checkpoint_dirty_pct must be between 1 and 100".into(),
+            ));
+        }
         Ok(Config {
             dir,
             log_size,
             mode,
             checkpoint_pct,
+            checkpoint_dirty_pct,
             checkpoint_ms: checkpoint_ms.max(1),
             large_value,
             data_first,

@@ -101,7 +101,10 @@ impl MetaFile {
                 j += 1;
             }
             // consecutive pages are consecutive in the copy buffer, sealed already
-            runs.push((&c.bytes[i * BLOCK..j * BLOCK], pages[i] as u64 * BLOCK as u64));
+            runs.push((
+                &c.bytes[i * BLOCK..j * BLOCK],
+                pages[i] as u64 * BLOCK as u64,
+            ));
             i = j;
         }
         let bytes: u64 = runs.iter().map(|(b, _)| b.len() as u64).sum();

@@ -64,6 +64,9 @@ pub struct Writer {
     /// Whether the page cache is bounded (`wal.memory` or `wal.cache`): then writers
     /// wait while dirty pages fill a quarter of it.
     bounded: bool,
+    /// A checkpoint is asked for when dirty pages pass this percentage of the
+    /// dirty limit (`wal.checkpoint_dirty_pct`).
+    early_pct: u64,
     /// Test hook: runs after each admission, before the change is applied.
     #[cfg(test)]
     pub(crate) after_admit: Arc<std::sync::Mutex<Option<Hook>>>,
@@ -100,6 +103,7 @@ impl Writer {
             data_first: cfg.data_first,
             meta_path: cfg.dir.join("meta"),
             bounded: cfg.memory.is_some() || cfg.cache > 0,
+            early_pct: cfg.checkpoint_dirty_pct,
             #[cfg(test)]
             after_admit: Arc::default(),
         }
@@ -138,6 +142,14 @@ impl Writer {
                 )
             };
             if dirty <= limit {
+                // Past half the limit (`wal.checkpoint_dirty_pct`) a checkpoint
+                // starts, so that it has written pages back before writers reach the
+                // limit and wait (without this, YCSB A at 1M records and a third of
+                // the data in memory had writers waiting up to 0.14 s for a
+                // checkpoint begun only at the limit).
+                if !waited && dirty * 100 > limit * self.early_pct {
+                    self.checkpointer.request();
+                }
                 return Ok(());
             }
             self.log.check()?;
