@@ -82,7 +82,13 @@ impl WalEngine {
         }
         let n = o.header.log_blocks as u64;
         let sync = cfg.mode == Mode::Fdatasync;
-        let wal = Arc::new(WalFile::new(o.files.wal, n, sync, stats.clone()));
+        let wal = Arc::new(WalFile::new(
+            o.files.wal,
+            n,
+            sync,
+            stats.clone(),
+            o.header.seq,
+        ));
         let meta = Arc::new(MetaFile::new(o.files.meta, stats.clone()));
         let data = Arc::new(DataFile::new(
             o.files.data,
@@ -324,10 +330,10 @@ impl Engine for WalEngine {
                  driver's memory cgroup"
                     .to_string()
             },
-            "a checkpoint copies the dirty pages into a buffer it then writes from; the \
-             buffer is kept from one checkpoint to the next and counted \
-             (memory.checkpoint_copies), and while it holds more than a fifth of the \
-             budget's rest the cache gets less"
+            "a checkpoint copies the dirty pages 256 at a time (under the core lock for \
+             that slice's copy alone) into a buffer it writes them from, up to 64 writes in \
+             flight; the buffer and the checkpoint's page lists are counted \
+             (memory.checkpoint_copies)"
                 .to_string(),
             "a write is visible to readers once applied to the image, before its WAL record \
              is durable; it is acknowledged only after"

@@ -13,7 +13,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The WAL file: block 0 the header, blocks 1..=n the circular log.
+/// The WAL file: block 0 the header's first copy, blocks 1..=n the circular log,
+/// block n+1 the header's second copy.
 pub struct WalFile {
     file: Arc<dyn Storage>,
     /// Blocks in the circular log.
@@ -21,15 +22,20 @@ pub struct WalFile {
     /// fdatasync after each batch (in O_DSYNC mode every write is durable already).
     sync: bool,
     stats: Arc<Stats>,
+    /// The sequence number of the last header written (or read at open).
+    seq: std::sync::atomic::AtomicU64,
 }
 
 impl WalFile {
-    pub fn new(file: Arc<dyn Storage>, n: u64, sync: bool, stats: Arc<Stats>) -> WalFile {
+    /// `seq`: the sequence number of the header on disk (the next write goes to the
+    /// other copy).
+    pub fn new(file: Arc<dyn Storage>, n: u64, sync: bool, stats: Arc<Stats>, seq: u64) -> WalFile {
         WalFile {
             file,
             n,
             sync,
             stats,
+            seq: std::sync::atomic::AtomicU64::new(seq),
         }
     }
 
@@ -55,14 +61,20 @@ impl WalFile {
         Ok(())
     }
 
-    /// Writes the header block and syncs it.
-    pub fn write_header(&self, h: &WalHeader) -> io::Result<()> {
+    /// Writes the header, with the next sequence number, to the copy the last
+    /// write did not go to, and syncs it; returns it as written. Callers serialise
+    /// header writes (the checkpointer's header lock).
+    pub fn write_header(&self, h: &WalHeader) -> io::Result<WalHeader> {
+        use std::sync::atomic::Ordering;
+        let mut h = *h;
+        h.seq = self.seq.load(Ordering::Acquire) + 1;
         self.file
-            .write_at(&h.encode(), 0)
+            .write_at(&h.encode(), crate::format::header_at(h.seq, self.n))
             .and_then(|()| self.file.sync())?;
+        self.seq.store(h.seq, Ordering::Release);
         self.stats.add(Stat::HeaderBytes, BLOCK as u64);
         self.stats.add(Stat::Writes, 1);
-        Ok(())
+        Ok(h)
     }
 }
 

@@ -1,12 +1,14 @@
-//! On-disk constants, transaction ids and the WAL header (block 0 of the WAL file).
+//! On-disk constants, transaction ids and the WAL header (two copies: block 0 of the
+//! WAL file and the block after the log).
 //! Every integer is little-endian. Diagrams: baselines/wal/DESIGN.md.
 
 /// WAL block, meta page and data block size.
 pub const BLOCK: usize = 4096;
 
 pub const WAL_MAGIC: u32 = 0x4841_4c57; // the bytes "WLAH" read little-endian
-pub const WAL_VERSION: u32 = 1;
-pub const WAL_HEADER_LEN: usize = 48;
+/// 2 since 2026-12-03: two header copies and a header sequence number (1: one copy).
+pub const WAL_VERSION: u32 = 2;
+pub const WAL_HEADER_LEN: usize = 56;
 
 /// The `N` bytes at `at` (panics, like indexing, if they are not there).
 fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
@@ -68,7 +70,10 @@ pub fn id_next(id: u64, blocks: u64, log_blocks: u64) -> u64 {
     }
 }
 
-/// The WAL header, block 0 of the WAL file.
+/// The WAL header. It is written in turn to two copies, block 0 of the WAL file
+/// (odd `seq`) and the block after the log (even `seq`), each write synced before
+/// the next, so a write torn by a crash leaves the other copy, the previous header,
+/// whole; open takes the valid copy with the larger `seq` ([`header_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalHeader {
     /// Random at creation; the meta file carries the same value.
@@ -76,7 +81,7 @@ pub struct WalHeader {
     /// Bumped at every open; every transaction carries it, so blocks left by an earlier
     /// open are never mistaken for new ones.
     pub generation: u32,
-    /// Blocks in the circular log (the file has one more: the header).
+    /// Blocks in the circular log (the file has two more: the header copies).
     pub log_blocks: u32,
     /// Replay starts here: the first transaction not in the meta file.
     pub ckpt_id: u64,
@@ -87,6 +92,19 @@ pub struct WalHeader {
     /// A checkpoint is writing meta pages: until the next header, a meta page may be
     /// torn (and fail its CRC); replay rewrites it.
     pub ckpt_pending: bool,
+    /// Header writes since creation (1 for the first): which copy is newer, and
+    /// where the next goes.
+    pub seq: u64,
+}
+
+/// The byte offset of the header copy that write `seq` goes to, in a WAL of
+/// `log_blocks` log blocks: block 0 for odd `seq`, block `log_blocks + 1` for even.
+pub fn header_at(seq: u64, log_blocks: u64) -> u64 {
+    if seq % 2 == 1 {
+        0
+    } else {
+        (log_blocks + 1) * BLOCK as u64
+    }
 }
 
 impl WalHeader {
@@ -101,8 +119,9 @@ impl WalHeader {
         wr_u64(&mut b, 24, self.ckpt_id);
         wr_u64(&mut b, 32, self.commit_id);
         wr_u32(&mut b, 40, self.ckpt_pending as u32);
-        let crc = crc32fast::hash(&b[..44]);
-        wr_u32(&mut b, 44, crc);
+        wr_u64(&mut b, 44, self.seq);
+        let crc = crc32fast::hash(&b[..52]);
+        wr_u32(&mut b, 52, crc);
         b
     }
 
@@ -114,7 +133,13 @@ impl WalHeader {
         if rd_u32(b, 0) != WAL_MAGIC {
             return Err("bad WAL header magic".into());
         }
-        if crc32fast::hash(&b[..44]) != rd_u32(b, 44) {
+        if rd_u32(b, 4) == 1 && crc32fast::hash(&b[..44]) == rd_u32(b, 44) {
+            return Err("WAL format version 1 (one header copy, written before \
+                        2026-12-03): this build reads and writes version 2 (two header \
+                        copies) and converts nothing; recreate the database"
+                .into());
+        }
+        if crc32fast::hash(&b[..52]) != rd_u32(b, 52) {
             return Err("WAL header checksum mismatch".into());
         }
         if rd_u32(b, 4) != WAL_VERSION {
@@ -130,6 +155,7 @@ impl WalHeader {
             ckpt_id: rd_u64(b, 24),
             commit_id: rd_u64(b, 32),
             ckpt_pending: rd_u32(b, 40) != 0,
+            seq: rd_u64(b, 44),
         };
         if h.log_blocks < 16 {
             return Err(format!("WAL header names {} log blocks", h.log_blocks));
@@ -168,11 +194,26 @@ mod tests {
             ckpt_id: 1 << 32,
             commit_id: (1 << 32) | 5,
             ckpt_pending: true,
+            seq: 9,
         };
         let mut b = h.encode();
         assert_eq!(WalHeader::decode(&b).unwrap(), Some(h));
         b[30] ^= 1;
         assert!(WalHeader::decode(&b).is_err());
         assert_eq!(WalHeader::decode(&vec![0u8; BLOCK]).unwrap(), None);
+        // the copies alternate: odd writes to block 0, even after the log
+        assert_eq!(
+            (header_at(1, 64), header_at(2, 64), header_at(3, 64)),
+            (0, 65 * 4096, 0)
+        );
+        // a version 1 header (one copy, CRC at 44) is refused with what to do
+        let mut v1 = vec![0u8; BLOCK];
+        wr_u32(&mut v1, 0, WAL_MAGIC);
+        wr_u32(&mut v1, 4, 1);
+        wr_u32(&mut v1, 20, 64);
+        let crc = crc32fast::hash(&v1[..44]);
+        wr_u32(&mut v1, 44, crc);
+        let e = WalHeader::decode(&v1).unwrap_err();
+        assert!(e.contains("version 1") && e.contains("recreate"), "{e}");
     }
 }

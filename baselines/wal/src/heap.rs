@@ -239,19 +239,20 @@ impl Heap {
         Ok(h)
     }
 
-    /// Frames the image may hold now: under a budget, four fifths of what the index
-    /// and the page table leave of it (at least [`MIN_FRAMES`]). The fifth left is
-    /// for a checkpoint's copies of the dirty pages, which writers keep below a
-    /// quarter of the frames ([`Heap::dirty_limit`]); the copy buffers are kept from
-    /// one checkpoint to the next, and when they hold more than that fifth (a
-    /// checkpoint of a larger cache, before the index grew) the frames get less.
+    /// Frames the image may hold now: under a budget, what the index and the page
+    /// table leave of it (at least [`MIN_FRAMES`]), less the checkpoint's buffers: a
+    /// slice of copies (`checkpoint::SLICE` pages) and its lists of the dirty pages
+    /// (20 bytes a page, at most a quarter of the frames: half a percent is kept
+    /// for them), or what they hold if more. (Before checkpoints copied in slices,
+    /// 2026-12-03, a fifth was kept for copies of every dirty page.)
     pub fn frame_limit(&self) -> usize {
         let frames = match self.limit {
             CacheLimit::Budget(b) => {
                 let rest = b.saturating_sub(
                     self.index_bytes() + self.table_bytes() + uncounted_allowance(b),
                 );
-                (rest / 5 * 4).min(rest.saturating_sub(self.copies_held))
+                let reserve = (crate::checkpoint::SLICE * BLOCK) as u64 + rest / 200;
+                rest.saturating_sub(reserve.max(self.copies_held))
                     / (BLOCK as u64 + crate::image::FRAME_OVERHEAD)
             }
             CacheLimit::Bytes(b) => b / BLOCK as u64,

@@ -95,22 +95,95 @@ pub fn open_files(vfs: &dyn Vfs, cfg: &Config, stats: &Stats, t0: Instant) -> Re
         data,
         direct: dw && dm && dd,
     };
-    let mut hb = vec![0u8; BLOCK];
-    files
-        .wal
-        .read_at(&mut hb, 0)
-        .map_err(ioe("reading the WAL header"))?;
-    let header = WalHeader::decode(&hb).map_err(|detail| Error::Corruption {
-        file: cfg.dir.join("wal"),
-        offset: 0,
-        detail,
-    })?;
+    let (header, repaired) = read_header(files.wal.as_ref(), &cfg.dir.join("wal"))?;
     match header {
         None => create(vfs, files, cfg, stats),
         Some(h) => {
             check_wal_length(files.wal.as_ref(), &h, &cfg.dir.join("wal"))?;
-            load(files, h, cfg, stats, t0)
+            let mut o = load(files, h, cfg, stats, t0)?;
+            if let Some(why) = repaired {
+                stats.add(Stat::HeaderCopyRepairs, 1);
+                o.replay_stop = format!("{}; {why}", o.replay_stop);
+            }
+            Ok(o)
         }
+    }
+}
+
+/// The WAL header: of its two copies (block 0, and the block after the log), the
+/// valid one with the larger sequence number; `None` when neither was ever written
+/// (block 0 all zero, and no valid copy after the log). A copy that fails its
+/// checks while the other is valid is what a crash during a header write leaves (or
+/// damage to that copy): the other is used, and the second value says so (for the
+/// counters and notes). Both unusable is `Corruption`.
+fn read_header(wal: &dyn Storage, path: &Path) -> Result<(Option<WalHeader>, Option<String>)> {
+    let len = wal.len().map_err(ioe("reading the WAL's length"))?;
+    let read = |off: u64| -> Result<std::result::Result<Option<WalHeader>, String>> {
+        let mut b = vec![0u8; BLOCK];
+        wal.read_at(&mut b, off)
+            .map_err(ioe("reading the WAL header"))?;
+        Ok(WalHeader::decode(&b))
+    };
+    let first = read(0)?;
+    // The second copy follows the log the first names; without a first copy, it is
+    // the file's last block (the WAL is written whole at creation).
+    let second_at = match &first {
+        Ok(Some(h)) => (h.log_blocks as u64 + 1) * BLOCK as u64,
+        _ => (len / BLOCK as u64).saturating_sub(1) * BLOCK as u64,
+    };
+    let second = if second_at >= 17 * BLOCK as u64 && second_at + BLOCK as u64 <= len {
+        read(second_at)?
+    } else {
+        Ok(None)
+    };
+    let corrupt = |offset: u64, detail: String| Error::Corruption {
+        file: path.to_path_buf(),
+        offset,
+        detail,
+    };
+    match (first, second) {
+        (Ok(None), Ok(None) | Err(_)) => Ok((None, None)),
+        (Ok(Some(a)), Ok(None)) => Ok((Some(a), None)),
+        (Ok(Some(a)), Ok(Some(b))) => {
+            if (a.pool_id, a.log_blocks) != (b.pool_id, b.log_blocks) {
+                return Err(corrupt(
+                    second_at,
+                    format!(
+                        "the two WAL header copies describe different logs (pool {:#x}, \
+                         {} blocks at offset 0; pool {:#x}, {} blocks at {second_at})",
+                        a.pool_id, a.log_blocks, b.pool_id, b.log_blocks
+                    ),
+                ));
+            }
+            Ok((Some(if b.seq > a.seq { b } else { a }), None))
+        }
+        (Ok(Some(a)), Err(why)) => Ok((
+            Some(a),
+            Some(format!(
+                "the WAL header copy at offset {second_at} failed its checks ({why}): \
+                 the copy at offset 0 used"
+            )),
+        )),
+        (first, Ok(Some(b))) if (b.log_blocks as u64 + 1) * BLOCK as u64 == second_at => {
+            let why = match first {
+                Err(why) => why,
+                _ => "all zero".into(),
+            };
+            Ok((
+                Some(b),
+                Some(format!(
+                    "the WAL header copy at offset 0 failed its checks ({why}): the copy \
+                     at offset {second_at} used"
+                )),
+            ))
+        }
+        (Err(why), _) => Err(corrupt(0, format!("{why}, and no valid second copy"))),
+        (Ok(None), Ok(Some(_))) => Err(corrupt(
+            0,
+            "the WAL header at offset 0 is all zero and the copy at the file's end \
+             describes another length"
+                .into(),
+        )),
     }
 }
 
@@ -119,7 +192,8 @@ pub fn open_files(vfs: &dyn Vfs, cfg: &Config, stats: &Stats, t0: Instant) -> Re
 /// replaying what is left would revert acknowledged writes without a word.
 fn check_wal_length(wal: &dyn Storage, h: &WalHeader, path: &Path) -> Result<()> {
     let len = wal.len().map_err(ioe("reading the WAL's length"))?;
-    let want = (h.log_blocks as u64 + 1) * BLOCK as u64;
+    // the header's first copy, the log, the header's second copy
+    let want = (h.log_blocks as u64 + 2) * BLOCK as u64;
     if len < want {
         return Err(Error::Corruption {
             file: path.to_path_buf(),
@@ -228,12 +302,13 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
         .map_err(ioe("syncing the database directory"))?;
     // Write the whole log once (zeros) so that later WAL writes overwrite allocated
     // blocks: a sync then has no file metadata to commit.
-    wal.set_len((n + 1) * BLOCK as u64)
+    // the log and the header's second copy after it
+    wal.set_len((n + 2) * BLOCK as u64)
         .map_err(ioe("sizing the WAL"))?;
     let zeros = vec![0u8; 256 * BLOCK];
     let mut b = 1;
-    while b <= n {
-        let k = (n + 1 - b).min(256) as usize;
+    while b <= n + 1 {
+        let k = (n + 2 - b).min(256) as usize;
         wal.write_at(&zeros[..k * BLOCK], b * BLOCK as u64)
             .map_err(ioe("initialising the WAL"))?;
         b += k as u64;
@@ -246,6 +321,7 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
         ckpt_id: id_of(start, n),
         commit_id: id_of(start, n),
         ckpt_pending: false,
+        seq: 1, // the first copy, block 0
     };
     wal.write_at(&h.encode(), 0)
         .and_then(|()| wal.sync())

@@ -55,9 +55,11 @@ pub enum Stat {
     /// A gauge: 1 when the miss loader reads with an io_uring, 0 when it reads one
     /// page at a time (a file without a descriptor, or no ring from the kernel).
     LoaderRing,
+    /// Opens that found one WAL header copy failing its checks and used the other.
+    HeaderCopyRepairs,
 }
 
-const COUNT: usize = Stat::LoaderRing as usize + 1;
+const COUNT: usize = Stat::HeaderCopyRepairs as usize + 1;
 
 /// What the image says of itself, for the counters (`None` where it could not be
 /// read: a panic poisoned its lock).
@@ -76,7 +78,7 @@ pub struct ImageGauges {
 }
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 22] = [
+const EXTRA: [(&str, Stat); 23] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -99,6 +101,7 @@ const EXTRA: [(&str, Stat); 22] = [
     ("loader_reads", Stat::LoaderReads),
     ("loader_peak_in_flight", Stat::LoaderPeak),
     ("loader_ring", Stat::LoaderRing),
+    ("header_copy_repairs", Stat::HeaderCopyRepairs),
 ];
 
 #[derive(Default)]

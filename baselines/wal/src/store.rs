@@ -33,9 +33,6 @@ pub struct Core {
     /// Data extents freed by transactions (by their end) not yet recorded complete
     /// by a header write: they may not be reused before.
     pending_free: Vec<(u64, Extent)>,
-    /// The checkpoint copy buffers between checkpoints (a checkpoint takes them with
-    /// its copies and gives them back when it is done).
-    copies: PageCopies,
 }
 
 /// A key's value as a lookup finds it.
@@ -160,7 +157,6 @@ impl Store {
                 heap,
                 dirty,
                 pending_free: Vec::new(),
-                copies: PageCopies::default(),
             }),
             inflight: Mutex::new(HashMap::new()),
             gate: AtomicU64::new(0),
@@ -424,37 +420,29 @@ impl Core {
         }
     }
 
-    /// Copies of the dirty pages for a checkpoint, with their versions (see
-    /// [`DirtyPages::take`]), in the copy buffers the last checkpoint gave back.
-    pub fn take_dirty(&mut self) -> PageCopies {
-        let mut c = std::mem::take(&mut self.copies);
-        self.dirty.take(self.heap.image(), &mut c);
-        c
+    /// The pages a checkpoint starting now must write (see
+    /// [`DirtyPages::take_list`]).
+    pub fn take_dirty(&mut self) -> Vec<u32> {
+        self.dirty.take_list()
     }
 
-    /// A checkpoint wrote and synced these page copies: each page is clean unless
-    /// changed since, and may be evicted. The copy buffers are kept for the next
-    /// checkpoint; returns the bytes they hold.
-    pub fn flushed(&mut self, c: PageCopies) -> u64 {
+    /// Copies a slice of a checkpoint's pages into `c`; returns the end of the newest
+    /// transaction they hold (see [`DirtyPages::copy`]).
+    pub fn copy_dirty(&mut self, pages: &[u32], c: &mut PageCopies) -> u64 {
+        self.dirty.copy(self.heap.image(), pages, c)
+    }
+
+    /// A checkpoint wrote and synced these pages at these versions: each page is
+    /// clean unless changed since, and may be evicted. `list` is the checkpoint's
+    /// list, given back for the next one's memory; `held` the bytes the checkpoint's
+    /// buffers hold (counted against the cache).
+    pub fn flushed(&mut self, done: &[(u32, u64)], list: Vec<u32>, held: u64) {
         let image = self.heap.image_mut();
-        for (&p, &v) in c.pages.iter().zip(&c.versions) {
+        for &(p, v) in done {
             image.flushed(p, v);
         }
-        // Kept for the next checkpoint (and counted, and the cache gets less while
-        // they hold more than the budget's fifth for them), unless they hold twice
-        // what a checkpoint now needs (the dirty limit shrinks as the index grows):
-        // then the next checkpoint allocates what it needs. Freed and allocated at
-        // every checkpoint, they would be held by the allocator between checkpoints
-        // anyway, uncounted.
-        let need = (self.heap.dirty_limit() as u64 + 4) * BLOCK as u64;
-        self.copies = if c.held() > 2 * need {
-            PageCopies::default()
-        } else {
-            c
-        };
-        let held = self.copies.held();
+        self.dirty.give_back(list);
         self.heap.set_copies_held(held);
-        held
     }
 
     /// Data extents freed by transactions ending at or before `commit` may now be

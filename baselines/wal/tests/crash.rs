@@ -330,9 +330,26 @@ fn corruption_of_a_committed_transaction_fails_open() {
             e.info().notes
         ),
     }
-    // a damaged header is corruption too
+    // a damaged header copy: the other (older) copy is used, and the damaged
+    // transaction is still refused, not cut
     let mut b = wal.durable();
     b[30] ^= 1;
+    wal.set_contents(b);
+    match WalEngine::open_with(&img, c.clone()) {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert!(
+                file.ends_with("wal") && offset > 0,
+                "{} {offset}",
+                file.display()
+            )
+        }
+        Err(other) => panic!("expected corruption, got {other}"),
+        Ok(e) => panic!("opened: {:?}", e.info().notes),
+    }
+    // both header copies damaged is corruption of the header
+    let mut b = wal.durable();
+    let second = b.len() - BLOCK;
+    b[second + 30] ^= 1;
     wal.set_contents(b);
     assert!(matches!(
         WalEngine::open_with(&img, c),

@@ -140,8 +140,29 @@ fn a_missing_header_over_a_log_with_data_is_refused() {
     e.insert(b"acknowledged", b"in the log only").unwrap();
     let img = vfs.crash_image(None);
     drop(e);
-    let mut b = img.file("wal").durable();
+    // block 0 zeroed: the header's other copy (written by the open) is used
+    let one = img.crash_image(None);
+    let mut b = one.file("wal").durable();
     b[..BLOCK].fill(0);
+    one.file("wal").set_contents(b);
+    let e = WalEngine::open_with(&one, cfg()).expect("the other header copy");
+    assert_eq!(
+        e.get(b"acknowledged").unwrap().as_deref(),
+        Some(&b"in the log only"[..])
+    );
+    assert_eq!(counter(&e, "header_copy_repairs"), 1);
+    drop(e);
+    row(
+        "header copy at block 0 zeroed (the other copy used, counted)",
+        1,
+        1,
+        0,
+    );
+    // both copies zeroed over a log that holds data: refused
+    let mut b = img.file("wal").durable();
+    let second = b.len() - BLOCK;
+    b[..BLOCK].fill(0);
+    b[second..].fill(0);
     img.file("wal").set_contents(b);
     match WalEngine::open_with(&img, cfg()) {
         Err(Error::Corruption { detail, .. }) => {
@@ -163,7 +184,12 @@ fn a_missing_header_over_a_log_with_data_is_refused() {
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
-    row("header zeroed over a log or data file (refused)", 2, 0, 2);
+    row(
+        "both header copies zeroed over a log or data file (refused)",
+        2,
+        0,
+        2,
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! checkpoints every `checkpoint_ms`, when the log passes `checkpoint_pct`, or when a
 //! writer waits for log space. Steps: baselines/wal/DESIGN.md, "Checkpoint".
 
+use crate::checkpoint::{PageCopies, SLICE};
 use crate::files::{MetaFile, WalFile};
 use crate::format::{WalHeader, id_of};
 use crate::log::Log;
@@ -41,6 +42,8 @@ pub struct Checkpointer {
     asked: Condvar,
     /// Set when a checkpoint failed for want of space on the device.
     out_of_space: AtomicBool,
+    /// The copy buffer of one slice, kept from one checkpoint to the next.
+    slice: Mutex<PageCopies>,
 }
 
 impl Checkpointer {
@@ -71,6 +74,7 @@ impl Checkpointer {
             request: Mutex::new(Request::default()),
             asked: Condvar::new(),
             out_of_space: AtomicBool::new(false),
+            slice: Mutex::new(PageCopies::default()),
         }
     }
 
@@ -111,45 +115,69 @@ impl Checkpointer {
         self.asked.notify_all();
     }
 
-    /// A checkpoint: copy the dirty pages (under the core lock, so the copy holds
-    /// exactly the transactions before `r`), wait until those are complete, write the
-    /// pages to the meta file and sync it, write the WAL header with checkpoint id
-    /// `r`, and only then give the log space before `r` back. Without `force`, a
-    /// checkpoint with nothing to do writes nothing.
+    /// A checkpoint: take the list of dirty pages and the log's head `r` (under
+    /// the core lock); say in the header that meta pages are being written; then,
+    /// one slice of [`SLICE`] pages at a time, copy them (under the core lock, held
+    /// for that slice's copy alone, so writers and readers go on between slices),
+    /// wait until the log is complete up to the newest transaction the copies hold,
+    /// and write them (up to 64 writes in flight); sync the meta file, write the WAL
+    /// header with checkpoint id `r`, and only then give the log space before `r`
+    /// back. A slice copied after `r` may hold changes of transactions after `r`:
+    /// they are complete when it is written, and replay from `r` applies them again
+    /// over it, which gives the same bytes (every redo entry sets bytes, none adds to
+    /// them). Without `force`, a checkpoint with nothing to do writes nothing.
     pub fn run(&self, force: bool) -> Result<()> {
         let mut last = lock(&self.header, "the WAL header")?;
         self.log.check()?;
-        let (r, pages) = {
+        let (r, list) = {
             let mut core = self.store.write()?;
             let r = self.log.head()?;
             (r, core.take_dirty())
         };
-        // the copy buffers are kept between checkpoints: the gauge is what they hold
-        self.stats.set(Stat::CheckpointCopyBytes, pages.held());
+        let mut slice = lock(&self.slice, "the checkpoint's copy buffer")?;
         let tail = self.log.tail()?;
-        if !force && pages.is_empty() && r == tail {
-            self.store.write()?.flushed(pages);
+        if !force && list.is_empty() && r == tail {
+            let held = slice.held();
+            self.store.write()?.flushed(&[], list, held);
             return Ok(());
         }
         self.log.wait_complete(r)?;
-        if !pages.is_empty() {
+        if !list.is_empty() {
             // Say that meta pages are being rewritten: only then may open accept a
             // meta page that fails its CRC (torn by a crash) and let replay repair it.
             let mut h = *last;
             h.ckpt_pending = true;
-            self.put_header(&h)?;
+            *last = self.put_header(&h)?;
         }
-        let bytes = match self.meta.write_pages(&pages) {
-            Ok(b) => b,
-            Err(e) => return Err(self.meta_failed("meta write", &e)),
-        };
+        let mut done: Vec<(u32, u64)> = Vec::with_capacity(list.len());
+        let mut bytes = 0;
+        for pages in list.chunks(SLICE) {
+            let newest = self.store.write()?.copy_dirty(pages, &mut slice);
+            // the meta file never holds a change whose transaction is not complete
+            self.log.wait_complete(newest.max(r))?;
+            bytes += match self.meta.write_pages(&slice) {
+                Ok(b) => b,
+                Err(e) => return Err(self.meta_failed("meta write", &e)),
+            };
+            done.extend(
+                slice
+                    .pages
+                    .iter()
+                    .copied()
+                    .zip(slice.versions.iter().copied()),
+            );
+        }
         if let Err(e) = self.meta.sync() {
             return Err(self.meta_failed("meta sync", &e));
         }
+        // the buffers at their largest: the slice, the list and what was written
+        let held = slice.held()
+            + (done.capacity() * std::mem::size_of::<(u32, u64)>() + list.capacity() * 4) as u64;
+        self.stats.set(Stat::CheckpointCopyBytes, held);
         // the meta file holds these versions now: unchanged pages are clean, and may
         // be evicted (read back, they are what the memory held)
-        let held = self.store.write()?.flushed(pages);
-        self.stats.set(Stat::CheckpointCopyBytes, held);
+        self.store.write()?.flushed(&done, list, slice.held());
+        self.stats.set(Stat::CheckpointCopyBytes, slice.held());
         self.stats.add(Stat::CheckpointBytes, bytes);
         let commit = self.log.complete()?;
         *last = self.write_header(r, commit)?;
@@ -184,12 +212,12 @@ impl Checkpointer {
             ckpt_id: id_of(ckpt, n),
             commit_id: id_of(commit, n),
             ckpt_pending: false,
+            seq: 0, // set by the write
         };
-        self.put_header(&h)?;
-        Ok(h)
+        self.put_header(&h)
     }
 
-    fn put_header(&self, h: &WalHeader) -> Result<()> {
+    fn put_header(&self, h: &WalHeader) -> Result<WalHeader> {
         self.wal
             .write_header(h)
             .map_err(|e| self.log.poison(format!("WAL header write failed: {e}")))
