@@ -15,10 +15,12 @@
 
 use kvapi::Engine;
 use std::collections::HashMap;
+use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use wal_engine::{Config, MemVfs, WalEngine};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+use wal_engine::{Config, MemVfs, Storage, Vfs, WalEngine};
 
 const KEYS: u64 = 3_000;
 
@@ -136,4 +138,164 @@ fn crash_images_while_sliced_checkpoints_and_writers_run_lose_nothing_acknowledg
             );
         }
     }
+}
+
+/// A file system whose WAL syncs and meta writes each wait while their gate is shut.
+#[derive(Clone)]
+struct Gated {
+    inner: MemVfs,
+    log: Gate,
+    meta: Gate,
+}
+
+#[derive(Clone, Default)]
+struct Gate {
+    shut: Arc<(Mutex<bool>, Condvar)>,
+    waiting: Arc<(Mutex<u32>, Condvar)>,
+}
+
+impl Gate {
+    fn set(&self, shut: bool) {
+        *self.shut.0.lock().unwrap() = shut;
+        self.shut.1.notify_all();
+    }
+    fn pass(&self) {
+        let (m, c) = &*self.shut;
+        let mut shut = m.lock().unwrap();
+        if *shut {
+            *self.waiting.0.lock().unwrap() += 1;
+            self.waiting.1.notify_all();
+            while *shut {
+                shut = c.wait(shut).unwrap();
+            }
+        }
+    }
+    /// Waits until something waits at the gate.
+    fn wait_for_waiter(&self) {
+        let (m, c) = &*self.waiting;
+        let mut n = m.lock().unwrap();
+        while *n == 0 {
+            let (g, t) = c.wait_timeout(n, Duration::from_secs(20)).unwrap();
+            assert!(!t.timed_out(), "nothing came to the gate");
+            n = g;
+        }
+        *n = 0;
+    }
+}
+
+struct GatedFile {
+    file: Arc<dyn Storage>,
+    sync_gate: Option<Gate>,
+    write_gate: Option<Gate>,
+}
+
+impl Storage for GatedFile {
+    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.file.read_at(buf, off)
+    }
+    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
+        if let Some(g) = &self.write_gate {
+            g.pass();
+        }
+        self.file.write_at(buf, off)
+    }
+    fn sync(&self) -> io::Result<()> {
+        if let Some(g) = &self.sync_gate {
+            g.pass();
+        }
+        self.file.sync()
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.file.len()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+}
+
+impl Vfs for Gated {
+    fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>> {
+        let file = self.inner.open(name, dsync)?;
+        Ok(Arc::new(GatedFile {
+            file,
+            sync_gate: (name == "wal").then(|| self.log.clone()),
+            write_gate: (name == "meta").then(|| self.meta.clone()),
+        }))
+    }
+    fn sync_dir(&self) -> io::Result<()> {
+        self.inner.sync_dir()
+    }
+}
+
+/// The rule that lets writers go on during a checkpoint, tested so that it can
+/// fail: a slice copied after a transaction that began after the checkpoint holds
+/// that transaction's change, and must not reach the meta file before the
+/// transaction is durable. The checkpoint is held at its first meta write; an update
+/// of the last page's key (in the last slice) is then applied with its WAL sync
+/// held; the checkpoint is let go. While the update is not durable, the meta file
+/// must not hold its bytes, and a crash image must open with the old value.
+#[test]
+fn a_slice_waits_for_the_transactions_it_holds_to_be_durable() {
+    let g = Gated {
+        inner: MemVfs::new(),
+        log: Gate::default(),
+        meta: Gate::default(),
+    };
+    let mut c = Config::with_dir(Path::new("/mem/wal"));
+    // a log long enough that no checkpoint runs but the test's: 2,400 transactions
+    // stay below half of its 4,095 blocks
+    c.log_size = 16 << 20;
+    c.checkpoint_ms = 3_600_000;
+    const KEYS: u64 = 1_200;
+    let e = WalEngine::open_with(&g, c.clone()).unwrap();
+    let v = |b: u8| vec![b; 1000];
+    for i in 0..KEYS {
+        e.insert(&key(i), &v(b'a')).unwrap();
+    }
+    e.checkpoint_now().unwrap();
+    // every page dirty again (four records a page): the checkpoint has two slices
+    for i in 0..KEYS {
+        e.update(&key(i), &v(b'b')).unwrap();
+    }
+    let dirty = e
+        .counters()
+        .extra
+        .iter()
+        .find(|(k, _)| k == "dirty_page_bytes")
+        .map(|(_, v)| *v / 4096)
+        .unwrap();
+    assert!(dirty > 256, "{dirty} dirty pages: one slice");
+    g.meta.set(true);
+    let ckpt = {
+        let e = e.clone();
+        std::thread::spawn(move || e.checkpoint_now())
+    };
+    g.meta.wait_for_waiter(); // at its first slice's write
+    g.log.set(true);
+    let last = key(KEYS - 1); // on the last page: in the last slice
+    let writer = {
+        let (e, last) = (e.clone(), last.clone());
+        std::thread::spawn(move || e.update(&last, &[0xee; 1000]))
+    };
+    g.log.wait_for_waiter(); // the update is applied, its WAL sync held
+    assert_eq!(e.get(&last).unwrap(), Some(vec![0xee; 1000]), "applied");
+    g.meta.set(false);
+    // the checkpoint copies the last slice, which holds the update, and must wait
+    std::thread::sleep(Duration::from_millis(300));
+    let img = g.inner.crash_image(None);
+    let meta = img.file("meta").durable();
+    assert!(
+        !meta.windows(1000).any(|w| w.iter().all(|&b| b == 0xee)),
+        "the meta file holds a change whose transaction is not durable"
+    );
+    let e2 = WalEngine::open_with(&img, c.clone()).unwrap();
+    assert_eq!(e2.get(&last).unwrap(), Some(v(b'b')));
+    for i in (0..KEYS).step_by(97) {
+        assert_eq!(e2.get(&key(i)).unwrap(), Some(v(b'b')), "key {i}");
+    }
+    drop(e2);
+    g.log.set(false);
+    writer.join().unwrap().unwrap();
+    ckpt.join().unwrap().unwrap();
+    e.close().unwrap();
 }
