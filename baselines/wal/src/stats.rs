@@ -57,9 +57,14 @@ pub enum Stat {
     LoaderRing,
     /// Opens that found one WAL header copy failing its checks and used the other.
     HeaderCopyRepairs,
+    /// Records that gets and scans found on a resident page.
+    ReadHits,
+    /// Records that gets and scans found on a page not resident (read from the meta
+    /// file, by the reader or the miss loader).
+    ReadMisses,
 }
 
-const COUNT: usize = Stat::HeaderCopyRepairs as usize + 1;
+const COUNT: usize = Stat::ReadMisses as usize + 1;
 
 /// What the image says of itself, for the counters (`None` where it could not be
 /// read: a panic poisoned its lock).
@@ -162,8 +167,10 @@ impl Stats {
             device_bytes_written: Some(written),
             device_reads: Some(self.get(Stat::Reads)),
             device_writes: Some(self.get(Stat::Writes)),
-            cache_hits: None,
-            cache_misses: image.map(|g| g.page_loads),
+            // the reads' records: on a resident page or not (page_loads counts every
+            // page read, writes' and replay's too)
+            cache_hits: Some(self.get(Stat::ReadHits)),
+            cache_misses: Some(self.get(Stat::ReadMisses)),
             items: image.map(|g| g.items),
             index_bytes: image.map(|g| g.index_bytes),
             extra,

@@ -239,7 +239,13 @@ impl Store {
     /// to read first (then [`found_in`] on its bytes, or look again).
     pub fn lookup_now(&self, key: &[u8]) -> Result<Now> {
         let core = self.read()?;
-        Ok(match core.heap.get(key) {
+        let found = core.heap.get(key);
+        match found {
+            Lookup::Miss(..) => self.stats.add(Stat::ReadMisses, 1),
+            Lookup::Found(_) => self.stats.add(Stat::ReadHits, 1),
+            Lookup::Missing => {}
+        }
+        Ok(match found {
             Lookup::Missing => Now::Found(Found::Missing),
             Lookup::Found(Stored::Inline(v)) => Now::Found(Found::Value(v.to_vec())),
             Lookup::Found(Stored::Extent(x)) => Now::Found(
@@ -348,6 +354,9 @@ impl Store {
                 out.push((k.to_vec(), v));
             }
         }
+        self.stats.add(Stat::ReadMisses, missing.len() as u64);
+        self.stats
+            .add(Stat::ReadHits, (out.len() - missing.len()) as u64);
         missing.sort_by_key(|&(at, m, _)| (m.page, at));
         Ok(RangeScan { out, missing })
     }

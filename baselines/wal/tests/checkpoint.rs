@@ -56,10 +56,22 @@ fn parse(i: u64, v: &[u8]) -> u64 {
 
 #[test]
 fn crash_images_while_sliced_checkpoints_and_writers_run_lose_nothing_acknowledged() {
+    crash_images_while_checkpoints_run(None);
+}
+
+/// The same under a budget of a quarter of the data: pages are evicted and read
+/// back while checkpoints run, and writers wait at the dirty limit.
+#[test]
+fn crash_images_while_checkpoints_run_with_pages_evicted_lose_nothing_acknowledged() {
+    crash_images_while_checkpoints_run(Some(3 << 20));
+}
+
+fn crash_images_while_checkpoints_run(memory: Option<u64>) {
     let vfs = MemVfs::new();
     let mut c = Config::with_dir(Path::new("/mem/wal"));
     c.log_size = 8 << 20;
     c.checkpoint_ms = 3_600_000; // checkpoints when this test asks (or the log fills)
+    c.memory = memory;
     let e = WalEngine::open_with(&vfs, c.clone()).unwrap();
     for i in 0..KEYS {
         e.insert(&key(i), &value(i, 0)).unwrap();
@@ -111,6 +123,16 @@ fn crash_images_while_sliced_checkpoints_and_writers_run_lose_nothing_acknowledg
     }
     let n = checkpoints.join().unwrap();
     assert!(n >= 2, "only {n} checkpoints ran");
+    if memory.is_some() {
+        let loads = e
+            .counters()
+            .extra
+            .iter()
+            .find(|(k, _)| k == "page_loads")
+            .map(|(_, v)| *v)
+            .unwrap();
+        assert!(loads > 0, "no page was evicted and read back");
+    }
     let copies = e
         .counters()
         .extra

@@ -148,6 +148,14 @@ fn drive(e: &Arc<WalEngine>) {
     }
     drop(a);
     assert!(gauge(e, "loader_reads") > 0, "the loader read nothing");
+    // the reads' records, on resident pages and not: both happen at this budget
+    let c = e.counters();
+    assert!(
+        c.cache_hits > Some(0) && c.cache_misses > Some(0),
+        "hits {:?}, misses {:?}",
+        c.cache_hits,
+        c.cache_misses
+    );
 }
 
 /// Real files: the loader reads with an io_uring, several pages in flight.
