@@ -13,14 +13,16 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::{Gated, counter};
 use kvapi::Engine;
 use std::collections::HashMap;
-use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wal_engine::{Config, MemVfs, Storage, Vfs, WalEngine};
+use wal_engine::{Config, MemVfs, WalEngine};
 
 const KEYS: u64 = 3_000;
 
@@ -124,22 +126,12 @@ fn crash_images_while_checkpoints_run(memory: Option<u64>) {
     let n = checkpoints.join().unwrap();
     assert!(n >= 2, "only {n} checkpoints ran");
     if memory.is_some() {
-        let loads = e
-            .counters()
-            .extra
-            .iter()
-            .find(|(k, _)| k == "page_loads")
-            .map(|(_, v)| *v)
-            .unwrap();
-        assert!(loads > 0, "no page was evicted and read back");
+        assert!(
+            counter(&e, "page_loads") > 0,
+            "no page was evicted and read back"
+        );
     }
-    let copies = e
-        .counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == "memory.checkpoint_copies")
-        .map(|(_, v)| *v)
-        .unwrap();
+    let copies = counter(&e, "memory.checkpoint_copies");
     assert!(
         copies <= (2 << 20),
         "the checkpoint's buffers hold {copies} bytes: more than a slice and its lists"
@@ -162,93 +154,6 @@ fn crash_images_while_checkpoints_run(memory: Option<u64>) {
     }
 }
 
-/// A file system whose WAL syncs and meta writes each wait while their gate is shut.
-#[derive(Clone)]
-struct Gated {
-    inner: MemVfs,
-    log: Gate,
-    meta: Gate,
-}
-
-#[derive(Clone, Default)]
-struct Gate {
-    shut: Arc<(Mutex<bool>, Condvar)>,
-    waiting: Arc<(Mutex<u32>, Condvar)>,
-}
-
-impl Gate {
-    fn set(&self, shut: bool) {
-        *self.shut.0.lock().unwrap() = shut;
-        self.shut.1.notify_all();
-    }
-    fn pass(&self) {
-        let (m, c) = &*self.shut;
-        let mut shut = m.lock().unwrap();
-        if *shut {
-            *self.waiting.0.lock().unwrap() += 1;
-            self.waiting.1.notify_all();
-            while *shut {
-                shut = c.wait(shut).unwrap();
-            }
-        }
-    }
-    /// Waits until something waits at the gate.
-    fn wait_for_waiter(&self) {
-        let (m, c) = &*self.waiting;
-        let mut n = m.lock().unwrap();
-        while *n == 0 {
-            let (g, t) = c.wait_timeout(n, Duration::from_secs(20)).unwrap();
-            assert!(!t.timed_out(), "nothing came to the gate");
-            n = g;
-        }
-        *n = 0;
-    }
-}
-
-struct GatedFile {
-    file: Arc<dyn Storage>,
-    sync_gate: Option<Gate>,
-    write_gate: Option<Gate>,
-}
-
-impl Storage for GatedFile {
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
-        self.file.read_at(buf, off)
-    }
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
-        if let Some(g) = &self.write_gate {
-            g.pass();
-        }
-        self.file.write_at(buf, off)
-    }
-    fn sync(&self) -> io::Result<()> {
-        if let Some(g) = &self.sync_gate {
-            g.pass();
-        }
-        self.file.sync()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.file.len()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)
-    }
-}
-
-impl Vfs for Gated {
-    fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>> {
-        let file = self.inner.open(name, dsync)?;
-        Ok(Arc::new(GatedFile {
-            file,
-            sync_gate: (name == "wal").then(|| self.log.clone()),
-            write_gate: (name == "meta").then(|| self.meta.clone()),
-        }))
-    }
-    fn sync_dir(&self) -> io::Result<()> {
-        self.inner.sync_dir()
-    }
-}
-
 /// The rule that lets writers go on during a checkpoint, tested so that it can
 /// fail: a slice copied after a transaction that began after the checkpoint holds
 /// that transaction's change, and must not reach the meta file before the
@@ -258,11 +163,7 @@ impl Vfs for Gated {
 /// must not hold its bytes, and a crash image must open with the old value.
 #[test]
 fn a_slice_waits_for_the_transactions_it_holds_to_be_durable() {
-    let g = Gated {
-        inner: MemVfs::new(),
-        log: Gate::default(),
-        meta: Gate::default(),
-    };
+    let g = Gated::new();
     let mut c = Config::with_dir(Path::new("/mem/wal"));
     // a log long enough that no checkpoint runs but the test's: 2,400 transactions
     // stay below half of its 4,095 blocks
@@ -279,13 +180,7 @@ fn a_slice_waits_for_the_transactions_it_holds_to_be_durable() {
     for i in 0..KEYS {
         e.update(&key(i), &v(b'b')).unwrap();
     }
-    let dirty = e
-        .counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == "dirty_page_bytes")
-        .map(|(_, v)| *v / 4096)
-        .unwrap();
+    let dirty = counter(&e, "dirty_page_bytes") / 4096;
     assert!(dirty > 256, "{dirty} dirty pages: one slice");
     g.meta.set(true);
     let ckpt = {

@@ -8,6 +8,9 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::counter;
 use kvapi::{Engine, Error};
 use std::path::Path;
 use wal_engine::{Config, MemVfs, WalEngine};
@@ -20,15 +23,6 @@ fn cfg() -> Config {
     c.log_size = ((LOG_BLOCKS + 1) * BLOCK) as u64;
     c.checkpoint_ms = 3_600_000;
     c
-}
-
-fn counter(e: &WalEngine, name: &str) -> u64 {
-    e.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 fn note(e: &WalEngine) -> String {

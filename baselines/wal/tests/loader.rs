@@ -9,6 +9,9 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::counter;
 use kvapi::{Engine, Reply, Request};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,15 +27,6 @@ fn key(i: u64) -> Vec<u8> {
 
 fn value(i: u64, round: u64) -> Vec<u8> {
     kvtestkit::conformance::value(i * 31 + round, VALUE)
-}
-
-fn gauge(e: &WalEngine, name: &str) -> u64 {
-    e.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 /// Submits `reqs` all at once (64 in flight, as the driver keeps them) and returns
@@ -69,7 +63,7 @@ fn drive(e: &Arc<WalEngine>) {
         e.insert(&k, &value(i, 0)).unwrap();
         model.insert(k, value(i, 0));
     }
-    assert!(gauge(e, "page_evictions") > 0, "the load fits the cache");
+    assert!(counter(e, "page_evictions") > 0, "the load fits the cache");
     let a = e.clone().native_async().expect("a native async path");
     let mut next = N;
     for round in 1..=20u64 {
@@ -147,7 +141,7 @@ fn drive(e: &Arc<WalEngine>) {
         }
     }
     drop(a);
-    assert!(gauge(e, "loader_reads") > 0, "the loader read nothing");
+    assert!(counter(e, "loader_reads") > 0, "the loader read nothing");
     // the reads' records, on resident pages and not: both happen at this budget
     let c = e.counters();
     assert!(
@@ -169,14 +163,14 @@ fn native_path_reads_evicted_pages_many_at_once_on_real_files() {
     let e = WalEngine::open(c).unwrap();
     drive(&e);
     assert_eq!(
-        gauge(&e, "loader_ring"),
+        counter(&e, "loader_ring"),
         1,
         "io_uring works on this machine"
     );
     assert!(
-        gauge(&e, "loader_peak_in_flight") > 1,
+        counter(&e, "loader_peak_in_flight") > 1,
         "the loader never had two reads in flight: {}",
-        gauge(&e, "loader_peak_in_flight")
+        counter(&e, "loader_peak_in_flight")
     );
     e.close().unwrap();
 }
@@ -190,7 +184,7 @@ fn native_path_reads_evicted_pages_on_the_simulated_file_system() {
     c.memory = Some(1 << 20);
     let e = WalEngine::open_with(&vfs, c).unwrap();
     drive(&e);
-    assert_eq!(gauge(&e, "loader_ring"), 0);
-    assert_eq!(gauge(&e, "loader_peak_in_flight"), 1);
+    assert_eq!(counter(&e, "loader_ring"), 0);
+    assert_eq!(counter(&e, "loader_peak_in_flight"), 1);
     e.close().unwrap();
 }

@@ -10,15 +10,18 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::Gated;
 use kvapi::{Engine, Error};
 use kvtestkit::faults::{extra_counter, write_row};
 use std::collections::BTreeMap;
-use std::io;
+
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+
 use wal_engine::format::BLOCK;
-use wal_engine::{Config, MemVfs, Storage, Vfs, WalEngine};
+use wal_engine::{Config, MemVfs, Vfs, WalEngine};
 
 fn cfg() -> Config {
     let mut c = Config::with_dir(Path::new("/mem/wal"));
@@ -211,74 +214,11 @@ fn names_and_sizes_are_durable_only_once_synced() {
     assert_eq!(vfs.crash_image(None).file("new").durable().len(), 10);
 }
 
-/// A file system whose WAL syncs wait while the gate is shut: a write stays
-/// unacknowledged for as long as the test wants.
-#[derive(Clone)]
-struct Gated {
-    inner: MemVfs,
-    shut: Arc<(Mutex<bool>, Condvar)>,
-    waiting: Arc<(Mutex<u32>, Condvar)>,
-}
-
-struct GatedFile {
-    file: Arc<dyn Storage>,
-    gate: Gated,
-}
-
-impl Storage for GatedFile {
-    fn read_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
-        self.file.read_at(buf, off)
-    }
-    fn write_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
-        self.file.write_at(buf, off)
-    }
-    fn sync(&self) -> io::Result<()> {
-        let (m, c) = &*self.gate.shut;
-        let mut shut = m.lock().unwrap();
-        if *shut {
-            *self.gate.waiting.0.lock().unwrap() += 1;
-            self.gate.waiting.1.notify_all();
-            while *shut {
-                shut = c.wait(shut).unwrap();
-            }
-        }
-        drop(shut);
-        self.file.sync()
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.file.len()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        self.file.set_len(len)
-    }
-}
-
-impl Vfs for Gated {
-    fn open(&self, name: &str, dsync: bool) -> io::Result<Arc<dyn Storage>> {
-        let file = self.inner.open(name, dsync)?;
-        Ok(if name == "wal" {
-            Arc::new(GatedFile {
-                file,
-                gate: self.clone(),
-            })
-        } else {
-            file
-        })
-    }
-    fn sync_dir(&self) -> io::Result<()> {
-        self.inner.sync_dir()
-    }
-}
-
 #[test]
 fn a_read_may_see_a_write_not_yet_acknowledged_which_a_crash_then_loses() {
     // The engine's stated isolation (DESIGN.md, "Write path"; EngineInfo notes): a
     // write is visible once applied to the image, before its WAL record is durable.
-    let g = Gated {
-        inner: MemVfs::new(),
-        shut: Arc::new((Mutex::new(false), Condvar::new())),
-        waiting: Arc::new((Mutex::new(0), Condvar::new())),
-    };
+    let g = Gated::new();
     let e = WalEngine::open_with(&g, cfg()).unwrap();
     e.insert(b"k", b"acknowledged").unwrap();
     assert!(
@@ -288,7 +228,7 @@ fn a_read_may_see_a_write_not_yet_acknowledged_which_a_crash_then_loses() {
             .any(|n| n.contains("visible to readers once applied")),
         "the isolation is not stated"
     );
-    *g.shut.0.lock().unwrap() = true;
+    g.log.set(true);
     let acked = Arc::new(Mutex::new(false));
     let writer = {
         let (e, acked) = (e.clone(), acked.clone());
@@ -297,13 +237,7 @@ fn a_read_may_see_a_write_not_yet_acknowledged_which_a_crash_then_loses() {
             *acked.lock().unwrap() = true;
         })
     };
-    {
-        let (m, c) = &*g.waiting;
-        let mut n = m.lock().unwrap();
-        while *n == 0 {
-            n = c.wait_timeout(n, Duration::from_secs(10)).unwrap().0;
-        }
-    }
+    g.log.wait_for_waiter();
     // The update waits in its WAL sync, unacknowledged; a reader sees it already.
     assert!(!*acked.lock().unwrap());
     assert_eq!(e.get(b"k").unwrap().as_deref(), Some(&b"in flight"[..]));
@@ -316,8 +250,7 @@ fn a_read_may_see_a_write_not_yet_acknowledged_which_a_crash_then_loses() {
         Some(&b"acknowledged"[..])
     );
     drop(after);
-    *g.shut.0.lock().unwrap() = false;
-    g.shut.1.notify_all();
+    g.log.set(false);
     writer.join().unwrap();
     assert!(*acked.lock().unwrap());
     e.close().unwrap();
