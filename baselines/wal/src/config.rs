@@ -44,6 +44,10 @@ pub struct Config {
     /// With a bounded page cache, a checkpoint starts when dirty pages pass this
     /// percentage of the dirty limit (writers wait at 100%); 100: only at the limit.
     pub checkpoint_dirty_pct: u64,
+    /// `wal.uring` (on): a checkpoint's meta pages written through an io_uring, many
+    /// in flight; off: by pwrite, one after another (`ycsb crash --power` sets it:
+    /// its recording layer sees the C library's calls, not io_uring's).
+    pub uring: bool,
     /// Values of this many bytes or more go to the data file.
     pub large_value: usize,
     /// Large values above this many bytes are written (and synced) before the WAL
@@ -79,6 +83,7 @@ impl Config {
         let checkpoint_pct = opts.u64("checkpoint_pct", 50)?;
         let checkpoint_ms = opts.u64("checkpoint_ms", 5000)?;
         let checkpoint_dirty_pct = opts.u64("checkpoint_dirty_pct", 50)?;
+        let uring = opts.choice("uring", "on", &["on", "off"])? == "on";
         let large_value = opts.bytes("large_value", 4096)? as usize;
         let data_first = opts.bytes("data_first", 32 << 10)? as usize;
         let cache = opts.bytes("cache", 0)?;
@@ -113,6 +118,7 @@ impl Config {
             mode,
             checkpoint_pct,
             checkpoint_dirty_pct,
+            uring,
             checkpoint_ms: checkpoint_ms.max(1),
             large_value,
             data_first,

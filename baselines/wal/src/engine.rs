@@ -89,7 +89,7 @@ impl WalEngine {
             stats.clone(),
             o.header.seq,
         ));
-        let meta = Arc::new(MetaFile::new(o.files.meta, stats.clone()));
+        let meta = Arc::new(MetaFile::new(o.files.meta, stats.clone(), cfg.uring));
         let data = Arc::new(DataFile::new(
             o.files.data,
             sync,

@@ -91,11 +91,12 @@ pub struct MetaFile {
 }
 
 impl MetaFile {
-    pub fn new(file: Arc<dyn Storage>, stats: Arc<Stats>) -> MetaFile {
+    /// `uring`: write a checkpoint's pages through an io_uring (else by pwrite).
+    pub fn new(file: Arc<dyn Storage>, stats: Arc<Stats>, uring: bool) -> MetaFile {
         MetaFile {
             file,
             stats,
-            ring: std::sync::Mutex::new(None),
+            ring: std::sync::Mutex::new((!uring).then_some(None)),
         }
     }
 

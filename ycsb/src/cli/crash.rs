@@ -217,7 +217,19 @@ fn child_command(exe: &Path, a: &CrashArgs, root: &Path, role: Role, cycle: u64)
         c.arg("--recover-only");
     }
     a.write.to_args(&mut c);
+    if let Some(o) = power_prop(a) {
+        c.arg("-p").arg(o);
+    }
     c
+}
+
+/// What `--power` sets for the engine unless the caller did: the WAL engine writes
+/// its checkpoints' pages through io_uring, which the recording layer (the C
+/// library's file calls) cannot see, and the recording would not match the
+/// directory; `wal.uring=off` writes them by pwrite.
+fn power_prop(a: &CrashArgs) -> Option<&'static str> {
+    (a.power && a.engine == "wal" && !a.write.props.iter().any(|o| o.starts_with("wal.uring=")))
+        .then_some("wal.uring=off")
 }
 
 /// A scratch directory of `--power` beside the audit's data directory `root`
@@ -261,7 +273,10 @@ fn table(a: &CrashArgs, durability: &str, cycles: &[CrashCycle], p50: f64, max: 
 
 pub(super) fn crash(a: &CrashArgs) -> Result<()> {
     check(a)?;
-    let p = crash_props(&a.write.props)?;
+    let mut p = crash_props(&a.write.props)?;
+    if let Some(o) = power_prop(a) {
+        props::set_override(o, &mut p)?;
+    }
     let root = a.data.join(format!("crash-{}", a.engine));
     wipe_engine_dir(&a.engine, &root.join(&a.engine))?;
     ycsb::crash::keep::remove(&ycsb::crash::keep::killed_image(&root))?;
