@@ -7,25 +7,15 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::{cfg, open};
 use kvapi::{Engine, Error};
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
 use wal_engine::format::BLOCK;
 use wal_engine::{Config, MemVfs, Mode, WalEngine};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn cfg(log_blocks: u64) -> Config {
-    let mut c = Config::with_dir(Path::new("/mem/wal"));
-    c.log_size = (log_blocks + 1) * BLOCK as u64;
-    c.checkpoint_ms = 3_600_000; // checkpoints only when asked or when the log fills
-    c
-}
-
-fn open(vfs: &MemVfs, c: &Config) -> Arc<WalEngine> {
-    WalEngine::open_with(vfs, c.clone()).expect("open")
-}
 
 fn counter(e: &WalEngine, name: &str) -> u64 {
     e.counters()

@@ -9,22 +9,12 @@
     reason = "test helpers: a failed step is a failed test"
 )]
 
+mod common;
+
+use common::{cfg, open};
 use kvapi::{Engine, Error};
-use std::path::Path;
-use std::sync::Arc;
 use wal_engine::format::BLOCK;
-use wal_engine::{Config, MemVfs, Mode, WalEngine};
-
-fn cfg(log_blocks: u64) -> Config {
-    let mut c = Config::with_dir(Path::new("/mem/wal"));
-    c.log_size = (log_blocks + 1) * BLOCK as u64;
-    c.checkpoint_ms = 3_600_000; // checkpoints only when asked or when the log fills
-    c
-}
-
-fn open(vfs: &MemVfs, c: &Config) -> Arc<WalEngine> {
-    WalEngine::open_with(vfs, c.clone()).expect("open")
-}
+use wal_engine::{MemVfs, Mode, WalEngine};
 
 fn val(seed: u64, len: usize) -> Vec<u8> {
     kvtestkit::conformance::value(seed, len)

@@ -5,14 +5,30 @@
 #![allow(
     dead_code,
     clippy::unwrap_used,
+    clippy::expect_used,
     reason = "each test file uses part of it; a failed step is a failed test"
 )]
 
 use kvapi::Engine;
 use std::io;
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use wal_engine::{MemVfs, Storage, Vfs, WalEngine};
+use wal_engine::format::BLOCK;
+use wal_engine::{Config, MemVfs, Storage, Vfs, WalEngine};
+
+/// The defaults at `/mem/wal` with a log of `log_blocks` blocks, checkpoints only
+/// when asked or when the log fills.
+pub fn cfg(log_blocks: u64) -> Config {
+    let mut c = Config::with_dir(Path::new("/mem/wal"));
+    c.log_size = (log_blocks + 1) * BLOCK as u64;
+    c.checkpoint_ms = 3_600_000;
+    c
+}
+
+pub fn open(vfs: &MemVfs, c: &Config) -> Arc<WalEngine> {
+    WalEngine::open_with(vfs, c.clone()).expect("open")
+}
 
 /// The engine's counter `name` (an extra counter or gauge); panics if it has none.
 pub fn counter(e: &WalEngine, name: &str) -> u64 {
