@@ -19,10 +19,13 @@ use std::time::Instant;
 /// value version 0.
 pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -> Result<Phase> {
     let (start, seed) = (w.insertstart, d.seed);
+    // the load numbers its keys itself: the streams' counter is never used, so
+    // the threads share one
+    let acks = Arc::new(AckCounter::new(0));
     load_items(
         engine,
         w.insertcount as u64,
-        |t| OpStream::new(w.clone(), Arc::new(AckCounter::new(0)), seed, 1_000_000 + t),
+        |t| OpStream::new(w.clone(), acks.clone(), seed, 1_000_000 + t),
         |stream, i| {
             let n = start + i as i64;
             (w.key(n), stream.value_len_for(n))
