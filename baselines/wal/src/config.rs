@@ -99,8 +99,11 @@ impl Config {
                 17 * BLOCK
             )));
         }
-        if log_size / BLOCK as u64 - 1 > u32::MAX as u64 {
-            return Err(Error::InvalidArgument("wal.log_size is too large".into()));
+        // ids hold the offset in the log in 16-byte units in 32 bits
+        if (log_size / BLOCK as u64 - 1) * crate::format::UNITS_PER_BLOCK > u32::MAX as u64 {
+            return Err(Error::InvalidArgument(
+                "wal.log_size is too large: at most 64 GiB".into(),
+            ));
         }
         if !(1..=95).contains(&checkpoint_pct) {
             return Err(Error::InvalidArgument(

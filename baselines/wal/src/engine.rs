@@ -227,9 +227,9 @@ impl WalEngine {
         Ok(())
     }
 
-    /// Log blocks in use (between the checkpoint and the head).
+    /// Log blocks in use (between the checkpoint and the head), rounded up.
     pub fn log_used_blocks(&self) -> Result<u64> {
-        self.log.used()
+        Ok(self.log.used()?.div_ceil(crate::format::UNITS_PER_BLOCK))
     }
 
     fn stop_threads(&self) {

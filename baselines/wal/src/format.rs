@@ -5,9 +5,29 @@
 /// WAL block, meta page and data block size.
 pub const BLOCK: usize = 4096;
 
+/// Log positions and transaction ids count units of this many bytes: a transaction
+/// starts at a multiple of it, anywhere in a block (transactions of one group-commit
+/// batch are packed; DESIGN.md, "Packing").
+pub const UNIT: usize = 16;
+/// Units in a block.
+pub const UNITS_PER_BLOCK: u64 = (BLOCK / UNIT) as u64;
+
+/// The first unit of the block after the one holding `pos` (`pos` itself if it
+/// starts a block).
+pub fn ceil_block(pos: u64) -> u64 {
+    pos.div_ceil(UNITS_PER_BLOCK) * UNITS_PER_BLOCK
+}
+
+/// The first unit of the block holding `pos`.
+pub fn floor_block(pos: u64) -> u64 {
+    pos / UNITS_PER_BLOCK * UNITS_PER_BLOCK
+}
+
 pub const WAL_MAGIC: u32 = 0x4841_4c57; // the bytes "WLAH" read little-endian
-/// 2 since 2026-12-03: two header copies and a header sequence number (1: one copy).
-pub const WAL_VERSION: u32 = 2;
+/// 3 since 2026-12-03: the transactions of a group commit packed, positions in
+/// 16-byte units. 2: two header copies, each transaction in whole blocks of its
+/// own. 1: one header copy.
+pub const WAL_VERSION: u32 = 3;
 pub const WAL_HEADER_LEN: usize = 56;
 
 /// The `N` bytes at `at` (panics, like indexing, if they are not there).
@@ -36,17 +56,18 @@ pub fn wr_u64(b: &mut [u8], at: usize, v: u64) {
     b[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
-/// A transaction id: `(lap sequence << 32) | block offset in the log`.
+/// A transaction id: `(lap sequence << 32) | offset in the log, in units`.
 ///
-/// Inside the engine positions are kept as a linear block count `abs = seq * blocks +
-/// offset` (it never wraps in practice); ids are what goes to disk.
-pub fn id_of(abs: u64, log_blocks: u64) -> u64 {
-    ((abs / log_blocks) << 32) | (abs % log_blocks)
+/// Inside the engine positions are kept as a linear unit count `abs = seq * units +
+/// offset` (it never wraps in practice), `units` being the log's size in units; ids
+/// are what goes to disk.
+pub fn id_of(abs: u64, log_units: u64) -> u64 {
+    ((abs / log_units) << 32) | (abs % log_units)
 }
 
 /// The linear position of an id.
-pub fn abs_of(id: u64, log_blocks: u64) -> u64 {
-    (id >> 32) * log_blocks + (id & 0xffff_ffff)
+pub fn abs_of(id: u64, log_units: u64) -> u64 {
+    (id >> 32) * log_units + (id & 0xffff_ffff)
 }
 
 /// Compares two ids across a wrap of the 32-bit lap sequence (serial number
@@ -59,12 +80,12 @@ pub fn id_cmp(a: u64, b: u64) -> std::cmp::Ordering {
     (a as u32).cmp(&(b as u32))
 }
 
-/// The next id after a transaction of `blocks` blocks starting at `id`.
-pub fn id_next(id: u64, blocks: u64, log_blocks: u64) -> u64 {
+/// The next id after a transaction of `units` units starting at `id`.
+pub fn id_next(id: u64, units: u64, log_units: u64) -> u64 {
     let seq = (id >> 32) as u32;
-    let off = (id & 0xffff_ffff) + blocks;
-    if off >= log_blocks {
-        ((seq.wrapping_add(1) as u64) << 32) | (off - log_blocks)
+    let off = (id & 0xffff_ffff) + units;
+    if off >= log_units {
+        ((seq.wrapping_add(1) as u64) << 32) | (off - log_units)
     } else {
         ((seq as u64) << 32) | off
     }
@@ -142,6 +163,15 @@ impl WalHeader {
         if crc32fast::hash(&b[..52]) != rd_u32(b, 52) {
             return Err("WAL header checksum mismatch".into());
         }
+        if rd_u32(b, 4) == 2 {
+            return Err(
+                "WAL format version 2 (each transaction in whole blocks of its \
+                        own, written before 2026-12-03): this build reads and writes \
+                        version 3 (transactions packed) and converts nothing; recreate \
+                        the database"
+                    .into(),
+            );
+        }
         if rd_u32(b, 4) != WAL_VERSION {
             return Err(format!("unsupported WAL version {}", rd_u32(b, 4)));
         }
@@ -215,5 +245,35 @@ mod tests {
         wr_u32(&mut v1, 44, crc);
         let e = WalHeader::decode(&v1).unwrap_err();
         assert!(e.contains("version 1") && e.contains("recreate"), "{e}");
+        // so is a version 2 header (transactions in whole blocks)
+        let mut v2 = h.encode();
+        wr_u32(&mut v2, 4, 2);
+        let crc = crc32fast::hash(&v2[..52]);
+        wr_u32(&mut v2, 52, crc);
+        let e = WalHeader::decode(&v2).unwrap_err();
+        assert!(e.contains("version 2") && e.contains("recreate"), "{e}");
+    }
+
+    #[test]
+    fn units_round_to_blocks() {
+        assert_eq!(UNITS_PER_BLOCK, 256);
+        assert_eq!(
+            (
+                ceil_block(0),
+                ceil_block(1),
+                ceil_block(256),
+                ceil_block(257)
+            ),
+            (0, 256, 256, 512)
+        );
+        assert_eq!(
+            (
+                floor_block(0),
+                floor_block(255),
+                floor_block(256),
+                floor_block(511)
+            ),
+            (0, 0, 256, 256)
+        );
     }
 }

@@ -3,12 +3,17 @@
 //! committer, what is written and complete, the completions of asynchronous writes,
 //! and the engine's poisoning (the first failed write or sync).
 //!
-//! Positions are linear block counts (`abs`); see [`crate::format::id_of`]. Every
-//! method takes the log lock itself; a poisoned lock is [`Error::Poisoned`].
+//! Positions are linear unit counts (`abs`, 16 bytes a unit); see
+//! [`crate::format::id_of`]. A writer reserves its transaction at the head, which
+//! may lie inside a block: the transactions queued for one group commit are packed
+//! back to back, and the committer closes the batch by moving the head to the next
+//! block boundary, so no block is ever written twice (rewriting a block to append
+//! to it could tear transactions already acknowledged). Every method takes the log
+//! lock itself; a poisoned lock is [`Error::Poisoned`].
 
-use crate::format::id_of;
+use crate::format::{BLOCK, UNIT, UNITS_PER_BLOCK, ceil_block, floor_block, id_of};
 use crate::stats::{Stat, Stats};
-use crate::txn::{Entry, blocks_for, complete_back, encode};
+use crate::txn::{Entry, MAX_START, blocks_for, complete_back, encode, size_for};
 use kvapi::sync::wait_timeout;
 use kvapi::sync::{lock, wait};
 use kvapi::{Completion, Error, Reply, Result};
@@ -32,7 +37,8 @@ struct LogState {
     data_pending: BTreeSet<u64>,
     /// Encoded transactions waiting for the committer, in id order.
     queue: VecDeque<(u64, Vec<u8>)>,
-    /// Log blocks promised to admitted writers that have not reserved yet.
+    /// Log units promised to admitted writers that have not reserved yet (whole
+    /// blocks each).
     reserved: u64,
     /// FIFO admission: tickets handed out and the one being served.
     next_ticket: u64,
@@ -53,9 +59,13 @@ impl LogState {
         }
     }
 
-    /// Log blocks neither used nor promised.
+    /// Log units neither used nor promised, in a log of `n` units. The block the
+    /// head is in counts as used (the rest of it is padding once the batch closes)
+    /// and so does the block the checkpoint is in (transactions after the
+    /// checkpoint may lie in it): the committer writes whole blocks.
     fn free(&self, n: u64) -> u64 {
-        n - (self.head - self.tail) - self.reserved
+        n.saturating_sub(ceil_block(self.head) - floor_block(self.tail))
+            .saturating_sub(self.reserved)
     }
 
     fn used(&self) -> u64 {
@@ -79,7 +89,7 @@ pub struct Log {
     done: Condvar,
     /// Admission: a ticket served, log space reclaimed or given back, an error.
     space: Condvar,
-    /// Blocks in the circular log.
+    /// Units in the circular log.
     n: u64,
     /// Generation written into every transaction of this open.
     generation: u32,
@@ -92,12 +102,13 @@ pub struct Log {
 }
 
 impl Log {
-    /// A log of `n` blocks whose next transaction starts at `head` and whose replay
-    /// start (checkpoint) is `tail`; everything before `head` is written. `stamp`:
+    /// A log of `blocks` blocks whose next transaction starts at `head` (a block
+    /// boundary) and whose replay start (checkpoint) is `tail`, both in units;
+    /// everything before `head` is written. `stamp`:
     /// its writes are synced, so each transaction records how far the log was
     /// complete when it was reserved.
     pub fn new(
-        n: u64,
+        blocks: u64,
         generation: u32,
         head: u64,
         tail: u64,
@@ -122,7 +133,7 @@ impl Log {
             work: Condvar::new(),
             done: Condvar::new(),
             space: Condvar::new(),
-            n,
+            n: blocks * UNITS_PER_BLOCK,
             generation,
             checkpoint_pct,
             stamp,
@@ -135,6 +146,11 @@ impl Log {
     }
 
     pub fn blocks(&self) -> u64 {
+        self.n / UNITS_PER_BLOCK
+    }
+
+    /// The log's size in units (what ids are taken modulo).
+    pub fn units(&self) -> u64 {
         self.n
     }
 
@@ -144,7 +160,7 @@ impl Log {
 
     // ---- state, errors and stopping ----
 
-    /// Log blocks in use (between the checkpoint and the head).
+    /// Log units in use (between the checkpoint and the head).
     pub fn used(&self) -> Result<u64> {
         Ok(self.lock()?.used())
     }
@@ -220,6 +236,7 @@ impl Log {
     /// Waits, in FIFO order, until `need` log blocks can be promised to this writer;
     /// while it is served and the log has no room, `ask_checkpoint` is called.
     pub fn admit(&self, need: u64, mut ask_checkpoint: impl FnMut()) -> Result<()> {
+        let need = need * UNITS_PER_BLOCK;
         let mut log = self.lock()?;
         let ticket = log.next_ticket;
         log.next_ticket += 1;
@@ -263,16 +280,18 @@ impl Log {
     /// Gives back a promise of `need` blocks that was not used.
     pub fn unadmit(&self, need: u64) -> Result<()> {
         let mut log = self.lock()?;
-        log.reserved -= need;
+        log.reserved -= need * UNITS_PER_BLOCK;
         self.space.notify_all();
         Ok(())
     }
 
     /// Reserves the next id for a transaction of `entries` and `payload` admitted
-    /// with `admitted` blocks, encodes it and queues it for the committer. The
-    /// caller holds the core lock, so ids follow the order in which changes were
-    /// applied to the image. With `data_pending`, it does not complete before
-    /// [`Log::data_written`].
+    /// with `admitted` blocks, encodes it and queues it for the committer. It goes
+    /// at the head, packed after the transaction before it in the same block, or at
+    /// the next block when too little of the head's block is left
+    /// ([`crate::txn::MIN_ROOM`]). The caller holds the core lock, so ids follow the
+    /// order in which changes were applied to the image. With `data_pending`, it
+    /// does not complete before [`Log::data_written`].
     pub fn reserve(
         &self,
         entries: &[Entry],
@@ -280,10 +299,24 @@ impl Log {
         admitted: u64,
         data_pending: bool,
     ) -> Result<Reserved> {
-        let blocks = blocks_for(entries.len(), payload.len()) as u64;
-        assert!(blocks <= admitted, "transaction larger than its admission");
+        assert!(
+            blocks_for(entries.len(), payload.len()) as u64 <= admitted,
+            "transaction larger than its admission"
+        );
         let mut log = self.lock()?;
-        let start = log.head;
+        let mut start = log.head;
+        let mut off = (start % UNITS_PER_BLOCK) as usize * UNIT;
+        if off > MAX_START {
+            start = ceil_block(start);
+            off = 0;
+        }
+        let len = size_for(entries.len(), payload.len(), off);
+        let units = len.div_ceil(UNIT) as u64;
+        // what the admission promised covers it wherever it starts (txn.rs,
+        // `admission_covers_every_start`), the padding of its batch included
+        debug_assert!(
+            ceil_block(start + units) <= ceil_block(log.head) + admitted * UNITS_PER_BLOCK
+        );
         let back = complete_back(start, self.stamp.then(|| log.complete()));
         let bytes = encode(
             self.generation,
@@ -291,14 +324,15 @@ impl Log {
             back,
             entries,
             payload,
+            off,
         );
-        log.head += blocks;
-        log.reserved -= admitted;
+        log.head = start + units;
+        log.reserved -= admitted * UNITS_PER_BLOCK;
         if data_pending {
             log.data_pending.insert(start);
         }
         log.queue.push_back((start, bytes));
-        if start % self.n + blocks > self.n {
+        if start % self.n + units > self.n {
             self.stats.add(Stat::SplitTxns, 1);
         }
         let over = log.used() * 100 > self.n * self.checkpoint_pct;
@@ -306,7 +340,7 @@ impl Log {
         self.work.notify_one();
         Ok(Reserved {
             start,
-            end: start + blocks,
+            end: start + units,
             over,
         })
     }
@@ -354,9 +388,11 @@ impl Log {
 
     // ---- the committer ----
 
-    /// Waits for queued transactions and takes them all (they are contiguous):
-    /// their start and their blocks. `None`: stop (stopped with nothing queued, or
-    /// poisoned).
+    /// Waits for queued transactions and takes them all, packed: the batch's first
+    /// block (in units) and its blocks, the transactions at their positions and
+    /// zeros around them. The batch closes here: the head moves to the next block
+    /// boundary, so the next transaction starts a block the committer has not
+    /// written. `None`: stop (stopped with nothing queued, or poisoned).
     pub fn next_batch(&self) -> Result<Option<(u64, Vec<u8>)>> {
         let mut log = self.lock()?;
         while log.queue.is_empty() && !log.stop {
@@ -365,21 +401,24 @@ impl Log {
         if log.error.is_some() {
             return Ok(None);
         }
-        let Some(&(start, _)) = log.queue.front() else {
+        let Some(&(first, _)) = log.queue.front() else {
             return Ok(None);
         };
-        let mut bytes = Vec::new();
-        while let Some((_, b)) = log.queue.pop_front() {
-            if bytes.is_empty() {
-                bytes = b;
-            } else {
-                bytes.extend_from_slice(&b);
-            }
+        // the head was at a block boundary when this batch's first transaction was
+        // reserved (the last batch closed there, or the open put it there)
+        let start = floor_block(first);
+        debug_assert_eq!(start, log.written);
+        let end = ceil_block(log.head);
+        log.head = end;
+        let mut bytes = vec![0u8; ((end - start) / UNITS_PER_BLOCK) as usize * BLOCK];
+        while let Some((at, b)) = log.queue.pop_front() {
+            let at = (at - start) as usize * UNIT;
+            bytes[at..at + b.len()].copy_from_slice(&b);
         }
         Ok(Some((start, bytes)))
     }
 
-    /// Every block before `end` is written.
+    /// Every unit before `end` (a block boundary) is written.
     pub fn written(&self, end: u64) -> Result<()> {
         let mut log = self.lock()?;
         log.written = end;
@@ -452,7 +491,8 @@ mod tests {
 
     #[test]
     fn a_poisoned_log_lock_is_an_error_for_every_role() {
-        let log = Log::new(64, 1, 64, 64, 50, true, Arc::new(Stats::default()));
+        let u = UNITS_PER_BLOCK;
+        let log = Log::new(64, 1, 64 * u, 64 * u, 50, true, Arc::new(Stats::default()));
         std::thread::scope(|s| {
             let r = s
                 .spawn(|| {
@@ -466,12 +506,12 @@ mod tests {
             |r: Result<()>| matches!(r, Err(Error::Poisoned(m)) if m.contains("log state"));
         assert!(poisoned(log.check()));
         assert!(poisoned(log.admit(1, || {})));
-        assert!(poisoned(log.wait_complete(65)));
+        assert!(poisoned(log.wait_complete(64 * u + 1)));
         assert!(poisoned(log.next_batch().map(|_| ())));
         assert!(poisoned(log.next_acks().map(|_| ())));
         assert!(matches!(log.poison("x".into()), Error::Poisoned(m) if m.contains("log state")));
         let (tx, rx) = std::sync::mpsc::channel();
-        log.when_complete(65, Box::new(move |r| tx.send(r).unwrap()));
+        log.when_complete(64 * u + 1, Box::new(move |r| tx.send(r).unwrap()));
         assert!(matches!(rx.recv().unwrap(), Err(Error::Poisoned(_))));
         log.stop();
         log.write_failed("y".into());

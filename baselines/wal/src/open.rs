@@ -7,7 +7,7 @@
 
 use crate::checkpoint::DirtyPages;
 use crate::config::{Config, Mode};
-use crate::format::{BLOCK, WalHeader, abs_of, id_of};
+use crate::format::{BLOCK, UNITS_PER_BLOCK, WalHeader, abs_of, ceil_block, id_of};
 use crate::heap::{CacheLimit, Heap, RebuildError};
 use crate::image::{Backing, Image, LoadError, check_superblock, seal, unseal};
 use crate::io::{Storage, Vfs};
@@ -313,13 +313,13 @@ fn create(vfs: &dyn Vfs, files: OpenFiles, cfg: &Config, stats: &Stats) -> Resul
             .map_err(ioe("initialising the WAL"))?;
         b += k as u64;
     }
-    let start = n; // lap 1, offset 0: an all-zero block never matches
+    let start = n * UNITS_PER_BLOCK; // lap 1, offset 0: an all-zero block never matches
     let h = WalHeader {
         pool_id: pool,
         generation: 1,
         log_blocks: n as u32,
-        ckpt_id: id_of(start, n),
-        commit_id: id_of(start, n),
+        ckpt_id: id_of(start, n * UNITS_PER_BLOCK),
+        commit_id: id_of(start, n * UNITS_PER_BLOCK),
         ckpt_pending: false,
         seq: 1, // the first copy, block 0
     };
@@ -484,6 +484,9 @@ fn load(
         .filter(|&p| (p as usize) < pc as usize)
         .collect();
     let mut dirty = DirtyPages::default();
+    // the next transaction starts a block: the one replay ended in may hold
+    // transactions replayed, and a block is never written twice
+    let head = ceil_block(r.end);
     dirty.touch(&pages, r.end);
     Ok(Opened {
         files,
@@ -491,8 +494,8 @@ fn load(
         dirty,
         header: h,
         generation: h.generation.wrapping_add(1),
-        head: r.end,
-        tail: abs_of(h.ckpt_id, n),
+        head,
+        tail: abs_of(h.ckpt_id, n * UNITS_PER_BLOCK),
         replay_stop: r.stop,
     })
 }

@@ -7,11 +7,15 @@
 //! it was reserved proves damage to an acknowledged transaction, which is
 //! corruption; later transactions without that proof were never acknowledged and
 //! are dropped, counted like a torn last transaction.
+//!
+//! Positions are units (16 bytes). The transactions of a group commit lie back to
+//! back and the rest of the batch's last block is zeros: where the rest of a block
+//! after a transaction is zeros, the next transaction starts the next block.
 
-use crate::format::{BLOCK, WalHeader, abs_of, id_of};
+use crate::format::{BLOCK, UNIT, UNITS_PER_BLOCK, WalHeader, abs_of, ceil_block, id_of};
 use crate::image::Image;
 use crate::io::Storage;
-use crate::txn::{Kind, TxHeader, blocks_of_header, decode};
+use crate::txn::{Kind, MAX_START, TxHeader, Txn, decode, len_of_header};
 use kvapi::{Error, Result};
 use std::path::Path;
 
@@ -35,6 +39,7 @@ pub struct Replayed {
 /// Reads the log in 64-block windows.
 struct Reader<'a> {
     wal: &'a dyn Storage,
+    /// Blocks in the log.
     n: u64,
     win_start: u64,
     win: Vec<u8>,
@@ -44,6 +49,11 @@ struct Reader<'a> {
 const WINDOW: u64 = 64;
 
 impl Reader<'_> {
+    /// Units in the log.
+    fn units(&self) -> u64 {
+        self.n * UNITS_PER_BLOCK
+    }
+
     /// Block at physical log offset `phys`.
     fn block(&mut self, phys: u64) -> Result<&[u8]> {
         let blocks = self.win.len() as u64 / BLOCK as u64;
@@ -60,14 +70,34 @@ impl Reader<'_> {
         Ok(&self.win[at..at + BLOCK])
     }
 
-    fn blocks(&mut self, pos: u64, count: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(count * BLOCK);
-        for i in 0..count as u64 {
-            let b = self.block((pos + i) % self.n)?;
-            out.extend_from_slice(b);
+    /// What the block holding position `pos` holds from `pos` on.
+    fn rest_of_block(&mut self, pos: u64) -> Result<&[u8]> {
+        let off = offset_in_block(pos);
+        Ok(&self.block((pos / UNITS_PER_BLOCK) % self.n)?[off..])
+    }
+
+    /// `len` bytes from position `pos` on, across blocks and the log's end.
+    fn bytes(&mut self, pos: u64, len: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut p = pos;
+        while out.len() < len {
+            let b = self.rest_of_block(p)?;
+            let k = b.len().min(len - out.len());
+            out.extend_from_slice(&b[..k]);
+            p = ceil_block(p + 1);
         }
         Ok(out)
     }
+}
+
+/// The byte offset of position `pos` in its block.
+fn offset_in_block(pos: u64) -> usize {
+    (pos % UNITS_PER_BLOCK) as usize * UNIT
+}
+
+/// The byte offset of position `pos` in the WAL file (its header block first).
+fn file_offset(pos: u64, log_units: u64) -> u64 {
+    BLOCK as u64 + (pos % log_units) * UNIT as u64
 }
 
 /// Replays the log into `image`; `load` makes a page that an entry touches resident
@@ -81,26 +111,30 @@ pub fn replay(
     wal_path: &Path,
     load: &mut dyn FnMut(&mut Image, u32) -> Result<()>,
 ) -> Result<Replayed> {
-    let n = h.log_blocks as u64;
-    let start = abs_of(h.ckpt_id, n);
-    let commit = abs_of(h.commit_id, n);
     let mut r = Reader {
         wal,
-        n,
+        n: h.log_blocks as u64,
         win_start: 0,
         win: Vec::new(),
         bytes_read: 0,
     };
+    let nu = r.units();
+    let start = abs_of(h.ckpt_id, nu);
+    let commit = abs_of(h.commit_id, nu);
     let mut pos = start;
     let mut txns = 0;
     let mut pages = Vec::new();
     let stop = loop {
-        if pos - start >= n {
+        if pos - start >= nu {
             break "the whole log was replayed".to_string();
         }
-        let id = id_of(pos, n);
+        let id = id_of(pos, nu);
         let why = match check_one(&mut r, data, h, pos, id, commit)? {
-            Ok(txn) => {
+            Found::Padding => {
+                pos = ceil_block(pos);
+                continue;
+            }
+            Found::Txn(txn) => {
                 let mut at = 0;
                 for e in &txn.entries {
                     let len = if e.kind == Kind::Copy {
@@ -119,16 +153,16 @@ pub fn replay(
                         pages.extend(first..=last);
                     }
                 }
-                pos += txn.blocks as u64;
+                pos += txn.units();
                 txns += 1;
                 continue;
             }
-            Err(why) => why,
+            Found::Invalid(why) => why,
         };
         if pos < commit {
             return Err(Error::Corruption {
                 file: wal_path.to_path_buf(),
-                offset: (1 + pos % n) * BLOCK as u64,
+                offset: file_offset(pos, nu),
                 detail: format!(
                     "transaction {id:#x} is before the header's commit id {:#x} but {why}",
                     h.commit_id
@@ -142,13 +176,13 @@ pub fn replay(
     if let Some((p, c)) = after.proof {
         return Err(Error::Corruption {
             file: wal_path.to_path_buf(),
-            offset: (1 + pos % n) * BLOCK as u64,
+            offset: file_offset(pos, nu),
             detail: format!(
                 "{stop}, but transaction {:#x}, written after it, was reserved when the \
                  log was complete up to {:#x}: the failed transaction was acknowledged \
                  and is damaged, not torn by a crash",
-                id_of(p, n),
-                id_of(c, n)
+                id_of(p, nu),
+                id_of(c, nu)
             ),
         });
     }
@@ -186,69 +220,141 @@ struct After {
     proof: Option<(u64, u64)>,
 }
 
-/// The header of the block at `p` if it is a block of a transaction of this log
-/// (this generation and lap).
-fn of_this_log(r: &mut Reader, h: &WalHeader, p: u64) -> Result<Option<TxHeader>> {
-    let n = r.n;
-    Ok(TxHeader::decode(r.block(p % n)?).filter(|th| {
-        th.generation == h.generation
-            && p >= th.block_index as u64
-            && th.id == id_of(p - th.block_index as u64, n)
+/// The header at the start of block `b` (linear) if it is a header of a transaction
+/// of this log (this generation, and an id that places the transaction where this
+/// block says it started), with that transaction's start.
+fn header_at_block(r: &mut Reader, h: &WalHeader, b: u64) -> Result<Option<(TxHeader, u64)>> {
+    let nu = r.units();
+    let Some(th) = TxHeader::decode(r.block(b % r.n)?) else {
+        return Ok(None);
+    };
+    let k = th.block_index as u64;
+    // where in its first block the transaction started, by its id
+    let off = (th.id & 0xffff_ffff) % UNITS_PER_BLOCK;
+    if th.generation != h.generation || b < k || (k == 0 && off != 0) {
+        return Ok(None);
+    }
+    let s = (b - k) * UNITS_PER_BLOCK + off;
+    Ok((th.id == id_of(s, nu)).then_some((th, s)))
+}
+
+/// The transaction of this log that starts at `p`, whole and valid, ending before
+/// `limit`.
+fn txn_at(r: &mut Reader, h: &WalHeader, p: u64, limit: u64) -> Result<Option<Txn>> {
+    let nu = r.units();
+    let off = offset_in_block(p);
+    if off > MAX_START {
+        return Ok(None);
+    }
+    let Some(th) = TxHeader::decode(r.rest_of_block(p)?) else {
+        return Ok(None);
+    };
+    if th.generation != h.generation || th.block_index != 0 || th.id != id_of(p, nu) {
+        return Ok(None);
+    }
+    let Some(len) = len_of_header(&th, off, nu * UNIT as u64) else {
+        return Ok(None);
+    };
+    if p + len.div_ceil(UNIT) as u64 > limit {
+        return Ok(None);
+    }
+    Ok(decode(&r.bytes(p, len)?, off).ok())
+}
+
+/// Replay stopped at `pos` on a transaction of this log (a first header with its
+/// id), not at the end of what was written.
+fn starts_txn(r: &mut Reader, h: &WalHeader, pos: u64) -> Result<bool> {
+    if offset_in_block(pos) > MAX_START {
+        return Ok(false);
+    }
+    let nu = r.units();
+    Ok(TxHeader::decode(r.rest_of_block(pos)?).is_some_and(|th| {
+        th.generation == h.generation && th.block_index == 0 && th.id == id_of(pos, nu)
     }))
 }
 
-/// Replay stopped at `pos` on a transaction of this log (a first block with its
-/// id), not at the end of what was written.
-fn starts_txn(r: &mut Reader, h: &WalHeader, pos: u64) -> Result<bool> {
-    Ok(of_this_log(r, h, pos)?.is_some_and(|th| th.block_index == 0))
-}
-
 /// Scans the log past the stop at `pos` (up to the checkpoint a lap ahead of
-/// `start`, or a gap of [`GAP`] blocks) for valid transactions of this log.
+/// `start`, or a gap of [`GAP`] blocks) for valid transactions of this log: at each
+/// block's start, and after each transaction found, where the next of its batch
+/// would start.
 fn scan_after(r: &mut Reader, h: &WalHeader, pos: u64, start: u64) -> Result<After> {
-    let n = r.n;
+    let nu = r.units();
+    let limit = start + nu;
     let mut out = After {
         dropped: 0,
         proof: None,
     };
+    // the rest of the stop's block is probed unit by unit (the failed transaction's
+    // length is not to be trusted; the rest of its batch may follow it there)
+    let probe_until = ceil_block(pos + 1);
     let (mut p, mut gap) = (pos + 1, 0);
-    while p < start + n && gap < GAP {
-        match of_this_log(r, h, p)? {
+    while p < limit && gap < GAP {
+        if !p.is_multiple_of(UNITS_PER_BLOCK) {
+            // inside a block, after a transaction: maybe the next of its batch
+            match txn_at(r, h, p, limit)? {
+                Some(txn) => {
+                    if let Some(c) = txn.header.complete_at_reserve(p)
+                        && c > pos
+                    {
+                        out.proof = Some((p, c));
+                        return Ok(out);
+                    }
+                    out.dropped += 1;
+                    p += txn.units();
+                }
+                None if p < probe_until => p += 1,
+                None => p = ceil_block(p),
+            }
+            continue;
+        }
+        match header_at_block(r, h, p / UNITS_PER_BLOCK)? {
             None => {
                 gap += 1;
-                p += 1;
+                p += UNITS_PER_BLOCK;
             }
-            Some(th) if th.block_index > 0 => {
+            Some((th, s)) if th.block_index > 0 => {
+                // the rest of a transaction that started before: go on after it if
+                // it ends in this block (more of its batch may follow)
                 gap = 0;
-                p += 1;
-            }
-            Some(th) => {
-                gap = 0;
-                let valid = blocks_of_header(&th, n)
-                    .filter(|&b| p + b as u64 <= start + n)
-                    .map(|b| -> Result<_> { Ok(decode(&r.blocks(p, b)?).ok()) })
-                    .transpose()?
-                    .flatten();
-                let Some(txn) = valid else {
-                    p += 1;
-                    continue;
+                let end = len_of_header(&th, offset_in_block(s), nu * UNIT as u64)
+                    .map(|len| s + len.div_ceil(UNIT) as u64);
+                p = match end {
+                    Some(e) if e > p && e < p + UNITS_PER_BLOCK => e,
+                    _ => p + UNITS_PER_BLOCK,
                 };
-                if let Some(c) = txn.header.complete_at_reserve(p)
-                    && c > pos
-                {
-                    out.proof = Some((p, c));
-                    return Ok(out);
+            }
+            Some(_) => {
+                gap = 0;
+                match txn_at(r, h, p, limit)? {
+                    Some(txn) => {
+                        if let Some(c) = txn.header.complete_at_reserve(p)
+                            && c > pos
+                        {
+                            out.proof = Some((p, c));
+                            return Ok(out);
+                        }
+                        out.dropped += 1;
+                        p += txn.units();
+                    }
+                    None => p += UNITS_PER_BLOCK,
                 }
-                out.dropped += 1;
-                p += txn.blocks as u64;
             }
         }
     }
     Ok(out)
 }
 
-/// Checks the transaction expected at `pos`: the outer error is an I/O failure, the
-/// inner one the reason it is not valid.
+/// What lies at a position replay expects a transaction at.
+enum Found {
+    Txn(Txn),
+    /// The rest of the block is zeros: the batch ended (or the next transaction
+    /// did not fit in this block); the next starts the next block.
+    Padding,
+    /// Not a valid transaction of this log, and why.
+    Invalid(String),
+}
+
+/// Checks the transaction expected at `pos`: the error is an I/O failure.
 fn check_one(
     r: &mut Reader,
     data: &dyn Storage,
@@ -256,34 +362,43 @@ fn check_one(
     pos: u64,
     id: u64,
     commit: u64,
-) -> Result<std::result::Result<crate::txn::Txn, String>> {
-    let n = r.n;
-    let Some(th) = TxHeader::decode(r.block(pos % n)?) else {
-        return Ok(Err("no transaction magic".into()));
+) -> Result<Found> {
+    let nu = r.units();
+    let off = offset_in_block(pos);
+    let rest = r.rest_of_block(pos)?;
+    if off > 0 && rest.iter().all(|&b| b == 0) {
+        return Ok(Found::Padding);
+    }
+    let bad = |why: String| Ok(Found::Invalid(why));
+    if off > MAX_START {
+        return bad("no transaction fits where the one before ended, yet the rest of its block is not zeros".into());
+    }
+    let Some(th) = TxHeader::decode(rest) else {
+        return bad("no transaction magic".into());
     };
     if th.generation != h.generation {
-        return Ok(Err(format!(
+        return bad(format!(
             "generation {} is not {}",
             th.generation, h.generation
-        )));
+        ));
     }
     if th.id != id {
-        // a block of an earlier lap (older sequence) or another position
-        return Ok(Err(format!("holds id {:#x}", th.id)));
+        // a transaction of an earlier lap (older sequence) or another position
+        return bad(format!("holds id {:#x}", th.id));
     }
     if th.block_index != 0 {
-        return Ok(Err("block is not a transaction's first".into()));
+        return bad("block is not a transaction's first".into());
     }
-    let Some(blocks) = blocks_of_header(&th, n) else {
-        return Ok(Err("impossible size".into()));
+    let Some(len) = len_of_header(&th, off, nu * UNIT as u64) else {
+        return bad("impossible size".into());
     };
-    if blocks as u64 > n - (pos - abs_of(h.ckpt_id, n)) {
-        return Ok(Err("runs past the log's checkpoint".into()));
+    if len.div_ceil(UNIT) as u64 > nu - (pos - abs_of(h.ckpt_id, nu)) {
+        return bad("runs past the log's checkpoint".into());
     }
-    let bytes = r.blocks(pos, blocks)?;
-    let txn = match decode(&bytes) {
+    let bytes = r.bytes(pos, len)?;
+    let txn = match decode(&bytes, off) {
         Ok(t) => t,
-        Err(why) => return Ok(Err(why.to_string())),
+        Err(why) => return bad(why.to_string()),
     };
     if pos >= commit {
         // Newer than the last header's commit id: its large-value data writes may
@@ -294,12 +409,12 @@ fn check_one(
                 .map_err(|err| Error::io("reading the data file", err))?;
             r.bytes_read += v.len() as u64;
             if crc32fast::hash(&v) != e.data {
-                return Ok(Err(format!(
+                return bad(format!(
                     "data extent at byte {} fails its checksum (its write was lost)",
                     e.off
-                )));
+                ));
             }
         }
     }
-    Ok(Ok(txn))
+    Ok(Found::Txn(txn))
 }

@@ -1,18 +1,27 @@
-//! Transactions: redo entries, their encoding into WAL blocks and their decoding.
+//! Transactions: redo entries, their encoding into the log and their decoding.
 //!
-//! A transaction occupies whole 4 KiB blocks. Every block starts with the same
-//! 32-byte header (only `block_index` differs). After the header of block 0 come the
-//! entries (24 bytes each, never straddling a block), then the payload (the bytes of
-//! the copy entries, in entry order, flowing across blocks and skipping their
-//! headers), then an 8-byte tail holding the CRC32 of every byte of the transaction
-//! before it; a tail that does not fit in the last block takes one more block.
+//! A transaction starts at a multiple of [`UNIT`] bytes anywhere in a block, with a
+//! 32-byte header; every block boundary it crosses is followed by the same header
+//! again (only `block_index` differs, counting the boundaries crossed). After the
+//! first header come the entries (24 bytes each, never straddling a block), then the
+//! payload (the bytes of the copy entries, in entry order, flowing across blocks and
+//! skipping the headers), then an 8-byte tail holding the CRC32 of every byte of the
+//! transaction before it. The transactions of one group-commit batch lie back to
+//! back (each at the next unit), and the batch's last block is padded with zeros.
+//! A transaction starts in the next block instead when fewer than [`MIN_ROOM`] bytes
+//! are left in the current one (the gap is zeros too).
 
-use crate::format::{BLOCK, rd_u16, rd_u32, rd_u64, wr_u16, wr_u32, wr_u64};
+use crate::format::{BLOCK, UNIT, rd_u16, rd_u32, rd_u64, wr_u16, wr_u32, wr_u64};
 
 pub const TX_MAGIC: u32 = 0x3158_5457; // "WTX1"
 pub const TX_HEADER: usize = 32;
 pub const ENTRY_LEN: usize = 24;
 pub const TAIL_LEN: usize = 8;
+/// A transaction starts in a block only if this many bytes are left in it (its
+/// header, one entry and its tail); so it starts at an offset of at most
+/// [`MAX_START`].
+pub const MIN_ROOM: usize = TX_HEADER + ENTRY_LEN + TAIL_LEN;
+pub const MAX_START: usize = BLOCK - MIN_ROOM;
 
 /// The kinds of redo entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,25 +65,29 @@ pub struct Entry {
     pub data: u32,
 }
 
-/// The header repeated at the start of every block of a transaction.
+/// The header at the start of a transaction, repeated after every block boundary
+/// it crosses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxHeader {
     pub generation: u32,
     pub id: u64,
     pub entries: u32,
     pub payload: u32,
+    /// 0 at the transaction's start, `k` after the `k`-th block boundary.
     pub block_index: u32,
     /// How far back the log was complete when this transaction was reserved: 0 is
     /// unknown (a log without syncs, or an older log); `k > 0` says every transaction
-    /// before `start - (k - 1)` was complete (written, synced and its data durable,
-    /// so acknowledged or acknowledgeable). Replay uses it to tell a transaction
-    /// damaged after its acknowledgement from the torn tail of a crash.
+    /// before `start - (k - 1)` (in units) was complete (written, synced and its data
+    /// durable, so acknowledged or acknowledgeable). Replay uses it to tell a
+    /// transaction damaged after its acknowledgement from the torn tail of a crash.
     pub complete_back: u32,
 }
 
 impl TxHeader {
+    /// The header at the start of `b` (at least [`TX_HEADER`] bytes), if its magic
+    /// is there.
     pub fn decode(b: &[u8]) -> Option<TxHeader> {
-        if rd_u32(b, 0) != TX_MAGIC {
+        if b.len() < TX_HEADER || rd_u32(b, 0) != TX_MAGIC {
             return None;
         }
         Some(TxHeader {
@@ -104,14 +117,17 @@ impl TxHeader {
     }
 }
 
-/// Places items in the block stream.
+/// Places items in the stream of a transaction that starts `off` bytes into a
+/// block: positions count from that block's start.
 struct Cursor {
     pos: usize,
 }
 
 impl Cursor {
-    fn new() -> Cursor {
-        Cursor { pos: TX_HEADER }
+    fn new(off: usize) -> Cursor {
+        Cursor {
+            pos: off + TX_HEADER,
+        }
     }
     fn skip_header(&mut self) {
         if self.pos.is_multiple_of(BLOCK) {
@@ -142,37 +158,54 @@ impl Cursor {
     }
 }
 
-/// Where everything goes for a transaction of `entries` entries and `payload` bytes.
+/// Where everything goes for a transaction of `entries` entries and `payload` bytes
+/// starting `off` bytes into a block; positions from the transaction's start.
 struct Layout {
     entry_pos: Vec<usize>,
     pieces: Vec<(usize, std::ops::Range<usize>)>,
     tail: usize,
-    blocks: usize,
+    /// Bytes from the start to the end of the tail.
+    len: usize,
 }
 
-fn layout(entries: usize, payload: usize) -> Layout {
-    let mut c = Cursor::new();
-    let entry_pos = (0..entries).map(|_| c.whole(ENTRY_LEN)).collect();
+fn layout(entries: usize, payload: usize, off: usize) -> Layout {
+    let mut c = Cursor::new(off);
+    let entry_pos = (0..entries).map(|_| c.whole(ENTRY_LEN) - off).collect();
     let mut pieces = Vec::new();
-    c.stream(payload, |p, r| pieces.push((p, r)));
+    c.stream(payload, |p, r| pieces.push((p - off, r)));
     let tail = c.whole(TAIL_LEN);
     Layout {
         entry_pos,
         pieces,
-        tail,
-        blocks: (tail + TAIL_LEN).div_ceil(BLOCK),
+        tail: tail - off,
+        len: tail + TAIL_LEN - off,
     }
 }
 
-/// Blocks used by a transaction of `entries` entries and `payload` payload bytes.
-pub fn blocks_for(entries: usize, payload: usize) -> usize {
-    let mut c = Cursor::new();
+/// The bytes of a transaction of `entries` entries and `payload` payload bytes that
+/// starts `off` bytes into a block.
+pub fn size_for(entries: usize, payload: usize, off: usize) -> usize {
+    let mut c = Cursor::new(off);
     for _ in 0..entries {
         c.whole(ENTRY_LEN);
     }
     c.stream(payload, |_, _| {});
-    let tail = c.whole(TAIL_LEN);
-    (tail + TAIL_LEN).div_ceil(BLOCK)
+    c.whole(TAIL_LEN) + TAIL_LEN - off
+}
+
+/// Blocks a transaction of `entries` entries and `payload` payload bytes takes when
+/// it starts a block. It never ends further past the block boundary before it when
+/// it starts later in a block (what it gains by starting later it spends on the
+/// headers of the boundaries it crosses, at most one more), so this is what a
+/// writer is admitted for.
+pub fn blocks_for(entries: usize, payload: usize) -> usize {
+    size_for(entries, payload, 0).div_ceil(BLOCK)
+}
+
+/// The continuation headers of a transaction of `len` bytes starting `off` bytes
+/// into a block: `(block_index, position from the transaction's start)`.
+fn continuations(off: usize, len: usize) -> impl Iterator<Item = (u32, usize)> {
+    (1..(off + len).div_ceil(BLOCK)).map(move |k| (k as u32, k * BLOCK - off))
 }
 
 /// `complete_back` for a transaction at `start` reserved when the log was complete
@@ -183,26 +216,29 @@ pub fn complete_back(start: u64, complete: Option<u64>) -> u32 {
         .unwrap_or(0)
 }
 
-/// Encodes a transaction into whole blocks; `complete_back` as in [`TxHeader`].
+/// Encodes a transaction that starts `off` bytes into a block (its bytes, to the end
+/// of its tail); `complete_back` as in [`TxHeader`].
 pub fn encode(
     generation: u32,
     id: u64,
     complete_back: u32,
     entries: &[Entry],
     payload: &[u8],
+    off: usize,
 ) -> Vec<u8> {
-    let l = layout(entries.len(), payload.len());
-    let mut b = vec![0u8; l.blocks * BLOCK];
-    for i in 0..l.blocks {
-        TxHeader {
-            generation,
-            id,
-            entries: entries.len() as u32,
-            payload: payload.len() as u32,
-            block_index: i as u32,
-            complete_back,
-        }
-        .encode(&mut b[i * BLOCK..]);
+    let l = layout(entries.len(), payload.len(), off);
+    let mut b = vec![0u8; l.len];
+    let header = |block_index| TxHeader {
+        generation,
+        id,
+        entries: entries.len() as u32,
+        payload: payload.len() as u32,
+        block_index,
+        complete_back,
+    };
+    header(0).encode(&mut b);
+    for (k, at) in continuations(off, l.len) {
+        header(k).encode(&mut b[at..]);
     }
     for (e, &p) in entries.iter().zip(&l.entry_pos) {
         wr_u64(&mut b, p, e.off);
@@ -233,33 +269,42 @@ pub struct Txn {
     pub header: TxHeader,
     pub entries: Vec<Entry>,
     pub payload: Vec<u8>,
-    pub blocks: usize,
+    /// Its bytes, to the end of its tail.
+    pub len: usize,
 }
 
-/// Blocks a transaction whose first header is `h` uses, if sane for a log of
-/// `log_blocks` blocks.
-pub fn blocks_of_header(h: &TxHeader, log_blocks: u64) -> Option<usize> {
+impl Txn {
+    /// The units it takes in the log (where the next one of its batch may start).
+    pub fn units(&self) -> u64 {
+        self.len.div_ceil(UNIT) as u64
+    }
+}
+
+/// The bytes of a transaction whose first header is `h` and which starts `off`
+/// bytes into a block, if sane for a log of `log_bytes` bytes.
+pub fn len_of_header(h: &TxHeader, off: usize, log_bytes: u64) -> Option<usize> {
     // An absurd count (a garbage header that happens to pass the other checks) must
     // not make replay allocate gigabytes.
-    let max_bytes = log_blocks as usize * BLOCK;
-    if h.entries as usize * ENTRY_LEN > max_bytes || h.payload as usize > max_bytes {
+    let max = usize::try_from(log_bytes).ok()?;
+    if h.entries as usize * ENTRY_LEN > max || h.payload as usize > max {
         return None;
     }
-    let n = blocks_for(h.entries as usize, h.payload as usize);
-    (n as u64 <= log_blocks).then_some(n)
+    let n = size_for(h.entries as usize, h.payload as usize, off);
+    (n <= max).then_some(n)
 }
 
-/// Decodes and verifies a transaction from `b` (exactly its blocks): the headers of
-/// every block must agree with block 0's and the CRC must match.
-pub fn decode(b: &[u8]) -> Result<Txn, &'static str> {
+/// Decodes and verifies a transaction from `b` (exactly its bytes), which starts
+/// `off` bytes into a block: the header after every block boundary must agree with
+/// the first and the CRC must match.
+pub fn decode(b: &[u8], off: usize) -> Result<Txn, &'static str> {
     let h = TxHeader::decode(b).ok_or("bad magic")?;
-    let l = layout(h.entries as usize, h.payload as usize);
-    if b.len() != l.blocks * BLOCK {
+    let l = layout(h.entries as usize, h.payload as usize, off);
+    if b.len() != l.len {
         return Err("wrong length");
     }
-    for i in 0..l.blocks {
-        let hi = TxHeader::decode(&b[i * BLOCK..]).ok_or("bad magic in a later block")?;
-        if hi.id != h.id || hi.generation != h.generation || hi.block_index != i as u32 {
+    for (k, at) in continuations(off, l.len) {
+        let hi = TxHeader::decode(&b[at..]).ok_or("bad magic in a later block")?;
+        if hi.id != h.id || hi.generation != h.generation || hi.block_index != k {
             return Err("block of another transaction");
         }
         if hi.entries != h.entries || hi.payload != h.payload {
@@ -286,7 +331,7 @@ pub fn decode(b: &[u8]) -> Result<Txn, &'static str> {
         header: h,
         entries,
         payload,
-        blocks: l.blocks,
+        len: l.len,
     })
 }
 
@@ -300,7 +345,7 @@ mod tests {
         let start = (2u64 << 32) + 40;
         let back = complete_back(start, Some(start - 7));
         assert_eq!(back, 8);
-        let t = decode(&encode(1, 9, back, &es, &p)).unwrap();
+        let t = decode(&encode(1, 9, back, &es, &p, 0), 0).unwrap();
         assert_eq!(t.header.complete_at_reserve(start), Some(start - 7));
         // complete up to itself: every earlier transaction was
         assert_eq!(complete_back(start, Some(start)), 1);
@@ -308,7 +353,7 @@ mod tests {
         assert_eq!(complete_back(start, None), 0);
         assert_eq!(complete_back(start, Some(start + 1)), 0);
         assert_eq!(complete_back(start, Some(0)), 0);
-        let t = decode(&encode(1, 9, 0, &es, &p)).unwrap();
+        let t = decode(&encode(1, 9, 0, &es, &p, 640), 640).unwrap();
         assert_eq!(t.header.complete_at_reserve(start), None);
     }
 
@@ -325,17 +370,30 @@ mod tests {
         (es, p)
     }
 
-    fn round_trip(entries: usize, payload: usize) -> usize {
+    /// Encodes and decodes at `off`; returns the blocks the transaction touches.
+    fn round_trip_at(entries: usize, payload: usize, off: usize) -> usize {
         let (es, p) = sample(entries, payload);
-        let b = encode(9, (4 << 32) | 17, 3, &es, &p);
-        assert_eq!(b.len() % BLOCK, 0);
-        assert_eq!(b.len() / BLOCK, blocks_for(entries, payload));
-        let t = decode(&b).unwrap();
+        let b = encode(9, (4 << 32) | 17, 3, &es, &p, off);
+        assert_eq!(b.len(), size_for(entries, payload, off));
+        let t = decode(&b, off).unwrap();
         assert_eq!(t.entries, es);
         assert_eq!(t.payload, p);
         assert_eq!(t.header.id, (4 << 32) | 17);
         assert_eq!(t.header.generation, 9);
-        t.blocks
+        assert_eq!(t.len, b.len());
+        // every block boundary it crosses is followed by its header
+        for (k, at) in continuations(off, b.len()) {
+            assert_eq!((off + at) % BLOCK, 0);
+            let h = TxHeader::decode(&b[at..]).unwrap();
+            assert_eq!((h.id, h.block_index), ((4 << 32) | 17, k));
+        }
+        (off + t.len).div_ceil(BLOCK)
+    }
+
+    fn round_trip(entries: usize, payload: usize) -> usize {
+        let n = round_trip_at(entries, payload, 0);
+        assert_eq!(n, blocks_for(entries, payload));
+        n
     }
 
     #[test]
@@ -353,14 +411,17 @@ mod tests {
         assert_eq!(round_trip(per_block + 1, 0), 2);
         let n = round_trip(1000, 5000);
         assert!(n >= 7, "{n}");
-        let l = layout(1000, 0);
-        for &p in &l.entry_pos {
-            assert_eq!(
-                p / BLOCK,
-                (p + ENTRY_LEN - 1) / BLOCK,
-                "entry at {p} straddles"
-            );
-            assert!(p % BLOCK >= TX_HEADER);
+        for off in [0, 16, 1200, MAX_START] {
+            let l = layout(1000, 0, off);
+            for &p in &l.entry_pos {
+                let p = p + off;
+                assert_eq!(
+                    p / BLOCK,
+                    (p + ENTRY_LEN - 1) / BLOCK,
+                    "entry at {p} straddles"
+                );
+                assert!(p % BLOCK >= TX_HEADER);
+            }
         }
     }
 
@@ -369,6 +430,7 @@ mod tests {
         let n = round_trip(3, 1 << 20);
         assert_eq!(n, blocks_for(3, 1 << 20));
         assert!(n > (1 << 20) / BLOCK);
+        round_trip_at(3, 1 << 20, 2000);
     }
 
     #[test]
@@ -379,23 +441,59 @@ mod tests {
             assert_eq!(round_trip(1, room - left), 2, "{left} bytes left");
         }
         assert_eq!(round_trip(1, room - TAIL_LEN), 1);
-        let l = layout(1, room - 3);
+        let l = layout(1, room - 3, 0);
         assert_eq!(l.tail, BLOCK + TX_HEADER);
+    }
+
+    /// Started later in a block, a transaction never ends past the block boundary
+    /// that `blocks_for` blocks from the start of the next block would reach: what
+    /// a writer is admitted for covers it wherever it lands.
+    #[test]
+    fn admission_covers_every_start() {
+        for (entries, payload) in [
+            (1, 100),
+            (3, 1100),
+            (12, 1088),
+            (0, 0),
+            (170, 0),
+            (2, 9000),
+            (1, 4024),
+        ] {
+            let b = blocks_for(entries, payload);
+            for off in (0..=MAX_START).step_by(UNIT) {
+                let end = off + size_for(entries, payload, off);
+                assert!(
+                    end <= (b + usize::from(off > 0)) * BLOCK,
+                    "{entries} entries, {payload} B at {off}: ends at {end}, admitted {b} blocks"
+                );
+                if off % 512 == 0 {
+                    round_trip_at(entries, payload, off);
+                }
+            }
+        }
     }
 
     #[test]
     fn damage_is_detected() {
-        let (es, p) = sample(300, 9000);
-        let b = encode(1, 1 << 32, 0, &es, &p);
-        for at in [5, 40, 4096 + 3, 4096 + 100, b.len() - 4096 + 40] {
+        for off in [0, 1008] {
+            let (es, p) = sample(300, 9000);
+            let b = encode(1, 1 << 32, 0, &es, &p, off);
+            let first = BLOCK - off; // the first block boundary
+            for at in [5, 40, first + 3, first + 100, b.len() - 100] {
+                let mut c = b.clone();
+                c[at] ^= 0x10;
+                assert!(
+                    decode(&c, off).is_err(),
+                    "flip at {at} (start {off}) passed"
+                );
+            }
+            // a block from another transaction
+            let other = encode(1, (1 << 32) | 5, 0, &es, &p, off);
             let mut c = b.clone();
-            c[at] ^= 0x10;
-            assert!(decode(&c).is_err(), "flip at {at} passed");
+            c[first..first + BLOCK].copy_from_slice(&other[first..first + BLOCK]);
+            assert_eq!(decode(&c, off), Err("block of another transaction"));
+            // decoded as if it started elsewhere in its block
+            assert!(decode(&b, off + UNIT).is_err());
         }
-        // a block from another transaction
-        let other = encode(1, (1 << 32) | 5, 0, &es, &p);
-        let mut c = b.clone();
-        c[BLOCK..2 * BLOCK].copy_from_slice(&other[BLOCK..2 * BLOCK]);
-        assert_eq!(decode(&c), Err("block of another transaction"));
     }
 }

@@ -255,9 +255,7 @@ impl Writer {
             Op::Put(v) => {
                 self.stats
                     .add(Stat::UserBytes, (key.len() + v.len()) as u64);
-                let inline = v.len() < self.large_value
-                    && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD;
-                if inline {
+                if self.inline(key, v) {
                     let rec = record_len(key.len(), &Stored::Inline(v));
                     let need = need(rec);
                     self.store
@@ -297,12 +295,7 @@ impl Writer {
         }
         let rec = match *op {
             Op::Delete => None,
-            Op::Put(v)
-                if v.len() < self.large_value
-                    && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD =>
-            {
-                Some(record_len(key.len(), &Stored::Inline(v)))
-            }
+            Op::Put(v) if self.inline(key, v) => Some(record_len(key.len(), &Stored::Inline(v))),
             Op::Put(v) => Some(record_len(
                 key.len(),
                 &Stored::Extent(Extent {
@@ -314,6 +307,12 @@ impl Writer {
             )),
         };
         Ok(self.store.read()?.heap().misses_for(key, rec))
+    }
+
+    /// Whether `v` under `key` is stored in its record (else in the data file): what
+    /// `begin` does and what `misses` predicts must agree.
+    fn inline(&self, key: &[u8], v: &[u8]) -> bool {
+        v.len() < self.large_value && REC_INLINE_HDR + key.len() + v.len() <= MAX_RECORD
     }
 
     /// A value that goes to the data file: written first (and synced) above

@@ -170,10 +170,6 @@ impl Checkpointer {
         if let Err(e) = self.meta.sync() {
             return Err(self.meta_failed("meta sync", &e));
         }
-        // the buffers at their largest: the slice, the list and what was written
-        let held = slice.held()
-            + (done.capacity() * std::mem::size_of::<(u32, u64)>() + list.capacity() * 4) as u64;
-        self.stats.set(Stat::CheckpointCopyBytes, held);
         // the meta file holds these versions now: unchanged pages are clean, and may
         // be evicted (read back, they are what the memory held)
         self.store.write()?.flushed(&done, list, slice.held());
@@ -204,13 +200,13 @@ impl Checkpointer {
     /// Writes the header with checkpoint position `ckpt` and commit position
     /// `commit`; returns it.
     fn write_header(&self, ckpt: u64, commit: u64) -> Result<WalHeader> {
-        let n = self.log.blocks();
+        let units = self.log.units();
         let h = WalHeader {
             pool_id: self.pool_id,
             generation: self.log.generation(),
-            log_blocks: n as u32,
-            ckpt_id: id_of(ckpt, n),
-            commit_id: id_of(commit, n),
+            log_blocks: self.log.blocks() as u32,
+            ckpt_id: id_of(ckpt, units),
+            commit_id: id_of(commit, units),
             ckpt_pending: false,
             seq: 0, // set by the write
         };
