@@ -218,6 +218,34 @@ fn the_wal_engine_under_a_budget_smaller_than_its_index_is_refused() {
     );
 }
 
+/// A load (`recordcount=N`) and a one-second YCSB A run on the null engine in `data`
+/// by `threads` client threads, under a 64 MiB budget measured, not enforced.
+fn null_run<'a>(data: &'a str, records: &'a str, threads: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "-w",
+        "A",
+        "--engine",
+        "null",
+        "--load",
+        "--data",
+        data,
+        "--quiet",
+        "-p",
+        records,
+        "-p",
+        "operationcount=0",
+        "--duration",
+        "1",
+        "--threads",
+        threads,
+        "--memory",
+        "64M",
+        "--memory-limit",
+        "none",
+    ]
+}
+
 /// The driver's histograms (up to three of about 270 KB per operation kind and
 /// recorder; client threads beyond one per core share recorders) are counted and left
 /// out of what the engine is said to hold, so that the null engine at 32 threads is
@@ -225,33 +253,12 @@ fn the_wal_engine_under_a_budget_smaller_than_its_index_is_refused() {
 #[test]
 fn the_drivers_histograms_are_counted_and_left_out_of_the_engines_figure() {
     let t = Tmp::new("mem-hist");
+    let d = t.s("d");
     let run = |threads: &str, name: &str| {
         let out = t.s(name);
-        let o = ycsb(&[
-            "run",
-            "-w",
-            "A",
-            "--engine",
-            "null",
-            "--load",
-            "--data",
-            &t.s("d"),
-            "--quiet",
-            "-p",
-            "recordcount=2000",
-            "-p",
-            "operationcount=0",
-            "--duration",
-            "1",
-            "--threads",
-            threads,
-            "--memory",
-            "64M",
-            "--memory-limit",
-            "none",
-            "--out",
-            &out,
-        ]);
+        let mut args = null_run(&d, "recordcount=2000", threads);
+        args.extend(["--out", out.as_str()]);
+        let o = ycsb(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         let r = json(&out);
         let m = phase(&r, "run")["memory"].clone();
@@ -414,31 +421,11 @@ fn peak_rss_of(args: &[&str]) -> u64 {
 #[test]
 fn sixty_four_client_threads_stay_within_the_drivers_room() {
     let t = Tmp::new("mem-threads");
+    let d = t.s("d");
     let peak = |threads: &str| {
-        peak_rss_of(&[
-            "run",
-            "-w",
-            "A",
-            "--engine",
-            "null",
-            "--load",
-            "--fresh",
-            "--data",
-            &t.s("d"),
-            "--quiet",
-            "-p",
-            "recordcount=20000",
-            "-p",
-            "operationcount=0",
-            "--duration",
-            "1",
-            "--threads",
-            threads,
-            "--memory",
-            "64M",
-            "--memory-limit",
-            "none",
-        ])
+        let mut args = null_run(&d, "recordcount=20000", threads);
+        args.push("--fresh");
+        peak_rss_of(&args)
     };
     let (one, many) = (peak("1"), peak("64"));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;

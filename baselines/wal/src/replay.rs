@@ -289,56 +289,51 @@ fn scan_after(r: &mut Reader, h: &WalHeader, pos: u64, start: u64) -> Result<Aft
     let probe_until = ceil_block(pos + 1);
     let (mut p, mut gap) = (pos + 1, 0);
     while p < limit && gap < GAP {
-        if !p.is_multiple_of(UNITS_PER_BLOCK) {
+        // where to go on when no transaction of this log starts at `p`
+        let otherwise = if !p.is_multiple_of(UNITS_PER_BLOCK) {
             // inside a block, after a transaction: maybe the next of its batch
-            match txn_at(r, h, p, limit)? {
-                Some(txn) => {
-                    if let Some(c) = txn.header.complete_at_reserve(p)
-                        && c > pos
-                    {
-                        out.proof = Some((p, c));
-                        return Ok(out);
-                    }
-                    out.dropped += 1;
-                    p += txn.units();
+            if p < probe_until {
+                p + 1
+            } else {
+                ceil_block(p)
+            }
+        } else {
+            match header_at_block(r, h, p / UNITS_PER_BLOCK)? {
+                None => {
+                    gap += 1;
+                    p += UNITS_PER_BLOCK;
+                    continue;
                 }
-                None if p < probe_until => p += 1,
-                None => p = ceil_block(p),
-            }
-            continue;
-        }
-        match header_at_block(r, h, p / UNITS_PER_BLOCK)? {
-            None => {
-                gap += 1;
-                p += UNITS_PER_BLOCK;
-            }
-            Some((th, s)) if th.block_index > 0 => {
-                // the rest of a transaction that started before: go on after it if
-                // it ends in this block (more of its batch may follow)
-                gap = 0;
-                let end = len_of_header(&th, offset_in_block(s), nu * UNIT as u64)
-                    .map(|len| s + len.div_ceil(UNIT) as u64);
-                p = match end {
-                    Some(e) if e > p && e < p + UNITS_PER_BLOCK => e,
-                    _ => p + UNITS_PER_BLOCK,
-                };
-            }
-            Some(_) => {
-                gap = 0;
-                match txn_at(r, h, p, limit)? {
-                    Some(txn) => {
-                        if let Some(c) = txn.header.complete_at_reserve(p)
-                            && c > pos
-                        {
-                            out.proof = Some((p, c));
-                            return Ok(out);
-                        }
-                        out.dropped += 1;
-                        p += txn.units();
-                    }
-                    None => p += UNITS_PER_BLOCK,
+                Some((th, s)) if th.block_index > 0 => {
+                    // the rest of a transaction that started before: go on after
+                    // it if it ends in this block (more of its batch may follow)
+                    gap = 0;
+                    let end = len_of_header(&th, offset_in_block(s), nu * UNIT as u64)
+                        .map(|len| s + len.div_ceil(UNIT) as u64);
+                    p = match end {
+                        Some(e) if e > p && e < p + UNITS_PER_BLOCK => e,
+                        _ => p + UNITS_PER_BLOCK,
+                    };
+                    continue;
+                }
+                Some(_) => {
+                    gap = 0;
+                    p + UNITS_PER_BLOCK
                 }
             }
+        };
+        match txn_at(r, h, p, limit)? {
+            Some(txn) => {
+                if let Some(c) = txn.header.complete_at_reserve(p)
+                    && c > pos
+                {
+                    out.proof = Some((p, c));
+                    return Ok(out);
+                }
+                out.dropped += 1;
+                p += txn.units();
+            }
+            None => p = otherwise,
         }
     }
     Ok(out)
