@@ -13,7 +13,7 @@
 
 use crate::format::{BLOCK, UNIT, UNITS_PER_BLOCK, ceil_block, floor_block, id_of};
 use crate::stats::{Stat, Stats};
-use crate::txn::{Entry, MAX_START, blocks_for, complete_back, encode, size_for};
+use crate::txn::{Entry, MAX_START, blocks_for, complete_back, encode};
 use kvapi::sync::wait_timeout;
 use kvapi::sync::{lock, wait};
 use kvapi::{Completion, Error, Reply, Result};
@@ -310,13 +310,6 @@ impl Log {
             start = ceil_block(start);
             off = 0;
         }
-        let len = size_for(entries.len(), payload.len(), off);
-        let units = len.div_ceil(UNIT) as u64;
-        // what the admission promised covers it wherever it starts (txn.rs,
-        // `admission_covers_every_start`), the padding of its batch included
-        debug_assert!(
-            ceil_block(start + units) <= ceil_block(log.head) + admitted * UNITS_PER_BLOCK
-        );
         let back = complete_back(start, self.stamp.then(|| log.complete()));
         let bytes = encode(
             self.generation,
@@ -325,6 +318,12 @@ impl Log {
             entries,
             payload,
             off,
+        );
+        let units = bytes.len().div_ceil(UNIT) as u64;
+        // what the admission promised covers it wherever it starts (txn.rs,
+        // `admission_covers_every_start`), the padding of its batch included
+        debug_assert!(
+            ceil_block(start + units) <= ceil_block(log.head) + admitted * UNITS_PER_BLOCK
         );
         log.head = start + units;
         log.reserved -= admitted * UNITS_PER_BLOCK;
