@@ -44,9 +44,10 @@ pub struct Config {
     /// With a bounded page cache, a checkpoint starts when dirty pages pass this
     /// percentage of the dirty limit (writers wait at 100%); 100: only at the limit.
     pub checkpoint_dirty_pct: u64,
-    /// `wal.uring` (on): a checkpoint's meta pages written through an io_uring, many
-    /// in flight; off: by pwrite, one after another (`ycsb crash --power` sets it:
-    /// its recording layer sees the C library's calls, not io_uring's).
+    /// `wal.uring` (on): the committer's WAL writes and syncs and a checkpoint's
+    /// meta pages go through io_urings, many in flight; off: by pwrite and
+    /// fdatasync, one after another (`ycsb crash --power` sets it: its recording
+    /// layer sees the C library's calls, not io_uring's).
     pub uring: bool,
     /// Values of this many bytes or more go to the data file.
     pub large_value: usize,

@@ -9,6 +9,7 @@
 
 use crate::aio::{AsyncWal, completer};
 use crate::checkpoint::Checkpointer;
+use crate::commit::committer;
 use crate::config::{Config, ENGINE_NAME, Mode, OVER_BUDGET, limits};
 use crate::files::{DataFile, MetaFile, WalFile};
 use crate::io::{FileVfs, Vfs};
@@ -17,7 +18,6 @@ use crate::open::open_files;
 use crate::read::Reader;
 use crate::stats::{Stat, Stats};
 use crate::store::Store;
-use crate::wal::committer;
 use crate::write::{Op, Writer};
 use kvapi::sync::lock_handoff;
 use kvapi::{Counters, DirLock, Durability, Engine, EngineInfo, Error, Pair, Result};
@@ -166,9 +166,9 @@ impl WalEngine {
         stats.set_us_since(Stat::ReplayUs, t0);
         let threads = vec![
             {
-                let (log, wal) = (log.clone(), wal);
+                let (log, wal, uring) = (log.clone(), wal, cfg.uring);
                 spawn("wal-committer", "starting the committer", move || {
-                    committer(&log, &wal)
+                    committer(&log, &wal, uring)
                 })?
             },
             {

@@ -5,7 +5,7 @@
 
 use crate::checkpoint::PageCopies;
 use crate::extent::Extent;
-use crate::format::{BLOCK, WalHeader};
+use crate::format::{BLOCK, UNITS_PER_BLOCK, WalHeader};
 use crate::io::Storage;
 use crate::stats::{Stat, Stats};
 use kvapi::{Error, Result};
@@ -39,26 +39,52 @@ impl WalFile {
         }
     }
 
-    /// Writes whole blocks starting at linear log position `start`: one write, two
-    /// when they wrap past the end of the log; then one sync (group commit).
-    pub fn write_blocks(&self, start: u64, bytes: &[u8]) -> io::Result<()> {
+    /// Where a batch of `len` bytes starting at unit `start` (a block boundary)
+    /// goes: its byte range and the file offset of each write, one, or two when it
+    /// wraps past the end of the log.
+    pub fn pieces(&self, start: u64, len: usize) -> Vec<(std::ops::Range<usize>, u64)> {
         let n = self.n;
-        let blocks = (bytes.len() / BLOCK) as u64;
-        let phys = start % n;
+        let blocks = (len / BLOCK) as u64;
+        let phys = (start / UNITS_PER_BLOCK) % n;
         let first = blocks.min(n - phys) as usize * BLOCK;
-        self.file
-            .write_at(&bytes[..first], (1 + phys) * BLOCK as u64)?;
-        self.stats.add(Stat::Writes, 1);
-        if first < bytes.len() {
-            self.file.write_at(&bytes[first..], BLOCK as u64)?;
-            self.stats.add(Stat::Writes, 1);
+        let mut v = vec![(0..first, (1 + phys) * BLOCK as u64)];
+        if first < len {
+            v.push((first..len, BLOCK as u64));
         }
-        if self.sync {
-            self.file.sync()?;
-        }
-        self.stats.add(Stat::WalBytes, bytes.len() as u64);
+        v
+    }
+
+    /// Units in `len` bytes of whole blocks.
+    pub fn units_of(&self, len: usize) -> u64 {
+        (len / BLOCK) as u64 * UNITS_PER_BLOCK
+    }
+
+    /// Counts a batch of `bytes` in `writes` writes (one group commit).
+    pub fn count_batch(&self, bytes: usize, writes: usize) {
+        self.stats.add(Stat::Writes, writes as u64);
+        self.stats.add(Stat::WalBytes, bytes as u64);
         self.stats.add(Stat::GroupCommits, 1);
-        Ok(())
+    }
+
+    /// Whether each batch needs a sync (`fdatasync` mode: in `dsync` mode every
+    /// write is durable already, in `none-process` none is asked for).
+    pub fn syncs(&self) -> bool {
+        self.sync
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The file, for writes through the seam.
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.file.clone()
+    }
+
+    /// The file's descriptor, for writes through an io_uring (`None`: a simulated
+    /// file).
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.raw_fd()
     }
 
     /// Writes the header, with the next sequence number, to the copy the last

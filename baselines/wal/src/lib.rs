@@ -10,7 +10,7 @@
 //!
 //! A request's way: `engine` (the facade) hands a write to `write` (admission,
 //! apply to the `heap` in the `image`, reserve in the `log`), which the committer in
-//! `wal` writes to the WAL file (`files`, over the [`io`] seam); a read goes through
+//! `commit` writes to the WAL file (`files`, over the [`io`] seam); a read goes through
 //! `read` to the `store`. `checkpoint` writes dirty pages back and reclaims the log;
 //! `open` creates a database or loads it and runs `replay`. On-disk formats:
 //! [`format`] (ids, WAL header), [`txn`] (transactions), `image` (meta pages and
@@ -19,6 +19,7 @@
 
 mod aio;
 mod checkpoint;
+mod commit;
 mod config;
 mod engine;
 mod extent;
@@ -35,7 +36,6 @@ mod replay;
 mod stats;
 mod store;
 pub mod txn;
-mod wal;
 mod write;
 
 pub use config::{Config, ENGINE_NAME, MAX_KEY, MAX_VALUE, Mode};

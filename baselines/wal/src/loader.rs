@@ -25,13 +25,13 @@
 
 use crate::format::BLOCK;
 use crate::image::{Miss, unseal};
+use crate::io::ring::{WAKE, Wake};
 use crate::stats::Stat;
 use crate::store::{PageRead, Store};
 use io_uring::{IoUring, opcode, types};
 use kvapi::{Error, Result};
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::RawFd;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -39,9 +39,6 @@ use std::thread::JoinHandle;
 /// request needs at most two pages (a write: its record's page and a slot's), a scan
 /// more, read in turn.
 pub const DEPTH: usize = 64;
-
-/// The user data of the eventfd's read in the ring.
-const WAKE: u64 = u64::MAX;
 
 /// What to do once a request's pages are read: each page's bytes, or `None` where
 /// they cannot be used (the page changed while it was read: look again); an error
@@ -61,10 +58,8 @@ struct Queue {
 
 struct Shared {
     queue: Mutex<Queue>,
-    /// The loader is about to wait in its ring: a new request must write the eventfd.
-    sleeping: AtomicBool,
     /// The eventfd (ring mode); `None`: the loader waits on `cv`.
-    wake: Option<OwnedFd>,
+    wake: Option<Wake>,
     cv: Condvar,
 }
 
@@ -100,11 +95,7 @@ impl Loads {
 
     fn wake(&self) {
         match &self.shared.wake {
-            Some(fd) => {
-                if self.shared.sleeping.swap(false, Ordering::SeqCst) {
-                    eventfd_write(fd.as_raw_fd());
-                }
-            }
+            Some(w) => w.kick(),
             None => self.shared.cv.notify_one(),
         }
     }
@@ -124,7 +115,7 @@ impl Loader {
         let fd = store.backing().and_then(|b| b.file.raw_fd());
         let ring = fd.and_then(|fd| {
             let ring = IoUring::new((2 * DEPTH) as u32).ok()?;
-            let wake = eventfd()?;
+            let wake = Wake::new()?;
             Some((ring, fd, wake))
         });
         let (ring, wake) = match ring {
@@ -136,7 +127,6 @@ impl Loader {
                 jobs: Vec::new(),
                 stopped: false,
             }),
-            sleeping: AtomicBool::new(false),
             wake,
             cv: Condvar::new(),
         });
@@ -166,7 +156,7 @@ impl Drop for Loader {
             q.stopped = true;
         }
         match &s.wake {
-            Some(fd) => eventfd_write(fd.as_raw_fd()),
+            Some(w) => w.write(),
             None => s.cv.notify_all(),
         }
         if let Some(t) = self.thread.take() {
@@ -232,7 +222,7 @@ struct Reading<'a> {
 /// The loader with a ring (see the module's note).
 fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
     let store: &Store = &l.store;
-    let Some(wake) = l.shared.wake.as_ref().map(|w| w.as_raw_fd()) else {
+    let Some(wake) = l.shared.wake.as_ref() else {
         return run_blocking(l);
     };
     store.stats().set(Stat::LoaderRing, 1);
@@ -241,16 +231,10 @@ fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
     let mut reading: Vec<Option<Reading<'_>>> = (0..DEPTH).map(|_| None).collect();
     let mut free_slots: Vec<usize> = (0..DEPTH).rev().collect();
     let mut waiting: VecDeque<(usize, usize, Miss)> = VecDeque::new();
-    let mut counter = Box::new(0u64);
     let mut armed = false;
     loop {
         if !armed {
-            let e = opcode::Read::new(types::Fd(wake), (&mut *counter as *mut u64).cast::<u8>(), 8)
-                .build()
-                .user_data(WAKE);
-            // SAFETY: `counter` is boxed (it does not move) and outlives the ring: at
-            // the end this function waits for the armed read before dropping both.
-            armed = unsafe { ring.submission().push(&e) }.is_ok();
+            armed = wake.arm(&mut ring);
         }
         // New requests: their pages join the reads waiting for a slot.
         let (jobs, stopped) = match l.shared.queue.lock() {
@@ -303,19 +287,19 @@ fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
             break;
         }
         // Wait for a completion; the eventfd's read completes when a request comes.
-        l.shared.sleeping.store(true, Ordering::SeqCst);
+        wake.sleeping(true);
         let more = l
             .shared
             .queue
             .lock()
             .map_or(true, |q| !q.jobs.is_empty() || q.stopped);
         let r = if more && !stopped {
-            l.shared.sleeping.store(false, Ordering::SeqCst);
+            wake.sleeping(false);
             ring.submit()
         } else {
             ring.submit_and_wait(1)
         };
-        l.shared.sleeping.store(false, Ordering::SeqCst);
+        wake.sleeping(false);
         if let Err(e) = r
             && e.raw_os_error() != Some(libc::EINTR)
             && e.raw_os_error() != Some(libc::EBUSY)
@@ -333,7 +317,7 @@ fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
             }
             store.stats().set(Stat::LoaderRing, 0);
             // and the eventfd's read may still be armed: its counter is leaked too
-            std::mem::forget(counter);
+            wake.abandon();
             return run_blocking(l);
         }
         let done: Vec<(u64, i32)> = ring
@@ -370,18 +354,10 @@ fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
         }
     }
     // Every page read is reaped. The eventfd's read may still be armed: complete it
-    // before `counter` goes (Drop wrote the eventfd once already; once more here).
+    // before the ring goes.
     if armed {
-        eventfd_write(wake);
-        while armed {
-            if ring.submit_and_wait(1).is_err() {
-                break;
-            }
-            armed = !ring.completion().any(|c| c.user_data() == WAKE);
-        }
+        wake.disarm(&mut ring);
     }
-    drop(ring);
-    drop(counter);
 }
 
 /// One page of request `job` is in (or failed): when it was the last, the request
@@ -416,24 +392,5 @@ fn finish_one<'a>(
             Some(e) => then(store, Err(e)),
             None => then(store, Ok(a.pages)),
         }
-    }
-}
-
-/// A new eventfd (close-on-exec), or `None`.
-fn eventfd() -> Option<OwnedFd> {
-    // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor
-    // that we own.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-    // SAFETY: as above, the descriptor is ours alone.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Adds one to the eventfd's counter (wakes its reader).
-fn eventfd_write(fd: RawFd) {
-    let one = 1u64;
-    // SAFETY: writes 8 bytes from a live u64; a failure (the counter full) leaves a
-    // wake-up pending anyway.
-    unsafe {
-        libc::write(fd, (&one as *const u64).cast(), 8);
     }
 }

@@ -12,19 +12,31 @@
 //! lock itself; a poisoned lock is [`Error::Poisoned`].
 
 use crate::format::{BLOCK, UNIT, UNITS_PER_BLOCK, ceil_block, floor_block, id_of};
+use crate::io::aligned::AlignedBuf;
+use crate::io::ring::Wake;
 use crate::stats::{Stat, Stats};
 use crate::txn::{Entry, MAX_START, blocks_for, complete_back, encode};
 use kvapi::sync::wait_timeout;
 use kvapi::sync::{lock, wait};
 use kvapi::{Completion, Error, Reply, Result};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 const LOG: &str = "the log state";
 
 /// Completions of asynchronous writes, by transaction end.
 pub type Acks = BTreeMap<u64, Vec<Completion>>;
+
+/// What [`Log::take_batch`] found.
+pub enum Take {
+    /// A batch starting at this unit, in the caller's buffer.
+    Batch(u64),
+    /// Nothing queued.
+    Empty,
+    /// Stopped with nothing queued, or poisoned.
+    Stop,
+}
 
 struct LogState {
     /// The next transaction starts here.
@@ -33,6 +45,9 @@ struct LogState {
     tail: u64,
     /// Every block before this is written (and synced, per the durability mode).
     written: u64,
+    /// The end of the last batch handed to the committer (a block boundary): the
+    /// batches between `written` and here are in flight.
+    taken: u64,
     /// Transactions whose large-value data write is still in flight, by start.
     data_pending: BTreeSet<u64>,
     /// Encoded transactions waiting for the committer, in id order.
@@ -83,10 +98,15 @@ pub struct Reserved {
 
 pub struct Log {
     state: Mutex<LogState>,
-    /// Wakes the committer.
+    /// Wakes the committer while it has nothing in flight.
     work: Condvar,
+    /// Wakes the committer while it waits in its ring (set when it has one).
+    ring_wake: OnceLock<Arc<Wake>>,
     /// Progress: transactions complete, log space freed, or an error.
     done: Condvar,
+    /// Wakes the completer: a data write done, an error, a stop (the committer runs
+    /// the completions its own writes make ready).
+    ackers: Condvar,
     /// Admission: a ticket served, log space reclaimed or given back, an error.
     space: Condvar,
     /// Units in the circular log.
@@ -121,6 +141,7 @@ impl Log {
                 head,
                 tail,
                 written: head,
+                taken: head,
                 data_pending: BTreeSet::new(),
                 queue: VecDeque::new(),
                 reserved: 0,
@@ -131,7 +152,9 @@ impl Log {
                 error: None,
             }),
             work: Condvar::new(),
+            ring_wake: OnceLock::new(),
             done: Condvar::new(),
+            ackers: Condvar::new(),
             space: Condvar::new(),
             n: blocks * UNITS_PER_BLOCK,
             generation,
@@ -201,9 +224,11 @@ impl Log {
         if log.error.is_none() {
             log.error = Some(msg.clone());
         }
+        drop(log);
         self.done.notify_all();
+        self.ackers.notify_all();
         self.space.notify_all();
-        self.work.notify_all();
+        self.kick();
         Error::Poisoned(msg)
     }
 
@@ -226,9 +251,18 @@ impl Log {
         if let Ok(mut log) = self.lock() {
             log.stop = true;
         }
-        self.work.notify_all();
+        self.kick();
         self.done.notify_all();
+        self.ackers.notify_all();
         self.space.notify_all();
+    }
+
+    /// Wakes the committer, wherever it waits.
+    fn kick(&self) {
+        self.work.notify_one();
+        if let Some(w) = self.ring_wake.get() {
+            w.kick();
+        }
     }
 
     // ---- writers ----
@@ -240,7 +274,7 @@ impl Log {
         let mut log = self.lock()?;
         let ticket = log.next_ticket;
         log.next_ticket += 1;
-        let mut waited = false;
+        let mut waited: Option<std::time::Instant> = None;
         loop {
             if let Some(e) = &log.error {
                 let e = e.clone();
@@ -259,6 +293,9 @@ impl Log {
                 if log.next_ticket > log.serving {
                     self.space.notify_all();
                 }
+                if let Some(t0) = waited {
+                    self.stats.max_us_since(Stat::AdmissionMaxWaitUs, t0);
+                }
                 return Ok(());
             }
             if log.serving == ticket {
@@ -269,8 +306,8 @@ impl Log {
                     continue;
                 }
             }
-            if !waited {
-                waited = true;
+            if waited.is_none() {
+                waited = Some(std::time::Instant::now());
                 self.stats.add(Stat::AdmissionWaits, 1);
             }
             log = wait_timeout(&self.space, log, Duration::from_millis(50), LOG)?;
@@ -336,7 +373,7 @@ impl Log {
         }
         let over = log.used() * 100 > self.n * self.checkpoint_pct;
         drop(log);
-        self.work.notify_one();
+        self.kick();
         Ok(Reserved {
             start,
             end: start + units,
@@ -349,6 +386,7 @@ impl Log {
         let mut log = self.lock()?;
         log.data_pending.remove(&start);
         self.done.notify_all();
+        self.ackers.notify_all();
         Ok(())
     }
 
@@ -387,50 +425,87 @@ impl Log {
 
     // ---- the committer ----
 
-    /// Waits for queued transactions and takes them all, packed: the batch's first
-    /// block (in units) and its blocks, the transactions at their positions and
-    /// zeros around them. The batch closes here: the head moves to the next block
-    /// boundary, so the next transaction starts a block the committer has not
-    /// written. `None`: stop (stopped with nothing queued, or poisoned).
-    pub fn next_batch(&self) -> Result<Option<(u64, Vec<u8>)>> {
+    /// Wakes the committer through `w` while it waits in its ring.
+    pub fn set_ring_wake(&self, w: Arc<Wake>) {
+        let _ = self.ring_wake.set(w);
+    }
+
+    /// Whether the committer has something to take: queued transactions, a stop or
+    /// an error (its last look before it waits in its ring).
+    pub fn has_work(&self) -> bool {
+        self.lock()
+            .map_or(true, |l| !l.queue.is_empty() || l.stop || l.error.is_some())
+    }
+
+    /// Takes every queued transaction, packed into `buf`: the batch's blocks, the
+    /// transactions at their positions and zeros around them; returns the batch's
+    /// first unit. The batch closes here: the head moves to the next block boundary,
+    /// so the next transaction starts a block no batch has written (several batches
+    /// may be in flight: none shares a block with another). With `wait`, waits for a
+    /// transaction while there is none.
+    pub fn take_batch(&self, wait_for: bool, buf: &mut AlignedBuf) -> Result<Take> {
         let mut log = self.lock()?;
-        while log.queue.is_empty() && !log.stop {
+        while wait_for && log.queue.is_empty() && !log.stop && log.error.is_none() {
             log = wait(&self.work, log, LOG)?;
         }
         if log.error.is_some() {
-            return Ok(None);
+            return Ok(Take::Stop);
         }
         let Some(&(first, _)) = log.queue.front() else {
-            return Ok(None);
+            return Ok(if log.stop { Take::Stop } else { Take::Empty });
         };
         // the head was at a block boundary when this batch's first transaction was
         // reserved (the last batch closed there, or the open put it there)
         let start = floor_block(first);
-        debug_assert_eq!(start, log.written);
+        debug_assert_eq!(start, log.taken);
         let end = ceil_block(log.head);
         log.head = end;
-        let mut bytes = vec![0u8; ((end - start) / UNITS_PER_BLOCK) as usize * BLOCK];
-        while let Some((at, b)) = log.queue.pop_front() {
-            let at = (at - start) as usize * UNIT;
-            bytes[at..at + b.len()].copy_from_slice(&b);
+        log.taken = end;
+        buf.set_len(((end - start) / UNITS_PER_BLOCK) as usize * BLOCK);
+        let mut at = 0;
+        while let Some((pos, b)) = log.queue.pop_front() {
+            let to = (pos - start) as usize * UNIT;
+            buf[at..to].fill(0);
+            buf[to..to + b.len()].copy_from_slice(&b);
+            at = to + b.len();
         }
-        Ok(Some((start, bytes)))
+        buf[at..].fill(0);
+        Ok(Take::Batch(start))
     }
 
-    /// Every unit before `end` (a block boundary) is written.
-    pub fn written(&self, end: u64) -> Result<()> {
+    /// Every unit before `end` (a block boundary) is written (and synced, as the
+    /// durability mode asks); returns the completions of asynchronous writes this
+    /// made ready, for the committer to run (none once the engine is poisoned: the
+    /// completer fails those).
+    pub fn written(&self, end: u64) -> Result<Acks> {
         let mut log = self.lock()?;
         log.written = end;
+        let ready = if log.error.is_none() {
+            let c = log.complete();
+            let later = log.acks.split_off(&(c + 1));
+            std::mem::replace(&mut log.acks, later)
+        } else {
+            Acks::new()
+        };
+        let last = log.stop && log.written == log.head;
+        drop(log);
         self.done.notify_all();
-        Ok(())
+        if last {
+            self.ackers.notify_all();
+        }
+        Ok(ready)
     }
 
     /// The committer's write or sync failed: the engine is poisoned.
     pub fn write_failed(&self, msg: String) {
-        if let Ok(mut log) = self.lock() {
+        if let Ok(mut log) = self.lock()
+            && log.error.is_none()
+        {
             log.error = Some(msg);
         }
         self.done.notify_all();
+        self.ackers.notify_all();
+        self.space.notify_all();
     }
 
     // ---- the completer ----
@@ -468,7 +543,7 @@ impl Log {
                 }
                 return Ok(Some((left, Some(Error::Closed))));
             }
-            log = wait_timeout(&self.done, log, Duration::from_millis(100), LOG)?;
+            log = wait_timeout(&self.ackers, log, Duration::from_millis(100), LOG)?;
         }
     }
 
@@ -506,7 +581,8 @@ mod tests {
         assert!(poisoned(log.check()));
         assert!(poisoned(log.admit(1, || {})));
         assert!(poisoned(log.wait_complete(64 * u + 1)));
-        assert!(poisoned(log.next_batch().map(|_| ())));
+        let mut b = AlignedBuf::default();
+        assert!(poisoned(log.take_batch(true, &mut b).map(|_| ())));
         assert!(poisoned(log.next_acks().map(|_| ())));
         assert!(matches!(log.poison("x".into()), Error::Poisoned(m) if m.contains("log state")));
         let (tx, rx) = std::sync::mpsc::channel();

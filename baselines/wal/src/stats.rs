@@ -57,6 +57,17 @@ pub enum Stat {
     LoaderRing,
     /// Opens that found one WAL header copy failing its checks and used the other.
     HeaderCopyRepairs,
+    /// A gauge: the longest a writer waited at admission (log space, or dirty pages
+    /// at their limit), in microseconds.
+    AdmissionMaxWaitUs,
+    /// A gauge: the longest a checkpoint held the core lock at once, in
+    /// microseconds (the pause it makes writers and readers wait).
+    CheckpointMaxHoldUs,
+    /// A gauge: the most group-commit batches the committer had in flight at once.
+    LogPeak,
+    /// A gauge: 1 when the committer writes the WAL through an io_uring, 0 when
+    /// through the seam (a file without a descriptor, `wal.uring=off`, or no ring).
+    LogRing,
     /// Records that gets and scans found on a resident page.
     ReadHits,
     /// Records that gets and scans found on a page not resident (read from the meta
@@ -83,7 +94,7 @@ pub struct ImageGauges {
 }
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 23] = [
+const EXTRA: [(&str, Stat); 27] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -107,11 +118,22 @@ const EXTRA: [(&str, Stat); 23] = [
     ("loader_peak_in_flight", Stat::LoaderPeak),
     ("loader_ring", Stat::LoaderRing),
     ("header_copy_repairs", Stat::HeaderCopyRepairs),
+    ("log_peak_in_flight", Stat::LogPeak),
+    ("log_ring", Stat::LogRing),
+    ("checkpoint_max_hold_us", Stat::CheckpointMaxHoldUs),
+    ("admission_max_wait_us", Stat::AdmissionMaxWaitUs),
 ];
 
-#[derive(Default)]
 pub struct Stats {
     v: [AtomicU64; COUNT],
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            v: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
 }
 
 impl Stats {
@@ -126,6 +148,11 @@ impl Stats {
     /// Sets `s` to the microseconds since `t0`.
     pub fn set_us_since(&self, s: Stat, t0: Instant) {
         self.set(s, t0.elapsed().as_micros() as u64);
+    }
+
+    /// Raises the gauge `s` to the microseconds since `t0` if below.
+    pub fn max_us_since(&self, s: Stat, t0: Instant) {
+        self.max(s, t0.elapsed().as_micros() as u64);
     }
 
     /// Raises the gauge `s` to `n` if below.

@@ -131,7 +131,7 @@ impl Writer {
         if !self.bounded {
             return Ok(());
         }
-        let mut waited = false;
+        let mut waited: Option<std::time::Instant> = None;
         loop {
             let (dirty, limit) = {
                 let core = self.store.read().map_err(|e| self.log.record(e))?;
@@ -147,14 +147,16 @@ impl Writer {
                 // limit and wait (without this, YCSB A at 1M records and a third of
                 // the data in memory had writers waiting up to 0.14 s for a
                 // checkpoint begun only at the limit).
-                if !waited && dirty * 100 > limit * self.early_pct {
-                    self.checkpointer.request();
+                match waited {
+                    None if dirty * 100 > limit * self.early_pct => self.checkpointer.request(),
+                    None => {}
+                    Some(t0) => self.stats.max_us_since(Stat::AdmissionMaxWaitUs, t0),
                 }
                 return Ok(());
             }
             self.log.check()?;
-            if !waited {
-                waited = true;
+            if waited.is_none() {
+                waited = Some(std::time::Instant::now());
                 self.stats.add(Stat::AdmissionWaits, 1);
             }
             self.checkpointer.request();

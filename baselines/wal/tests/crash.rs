@@ -220,7 +220,7 @@ fn a_lost_transaction_ends_the_log_and_later_ones_are_ignored() {
         // the engine goes on writing over the hole; a crash then reopen sees new writes
         e.insert(b"after", b"hole").unwrap();
         model.insert(b"after".to_vec(), b"hole".to_vec());
-        let img2 = kill_image(&img);
+        let img2 = img.kill_image();
         drop(e);
         let e = open(&img2, &c);
         check(&e, &model);
@@ -229,20 +229,10 @@ fn a_lost_transaction_ends_the_log_and_later_ones_are_ignored() {
     }
 }
 
-/// What a process kill leaves: every written byte (`crash_image` keeps the synced
-/// ones, and without syncs that is nothing).
-fn kill_image(vfs: &MemVfs) -> MemVfs {
-    let out = MemVfs::new();
-    for name in ["wal", "meta", "data"] {
-        out.file(name).set_contents(vfs.file(name).written());
-    }
-    out
-}
-
 /// The crash image for `mode`: synced bytes, or written ones without syncs.
 fn image_for(vfs: &MemVfs, mode: Mode) -> MemVfs {
     if mode == Mode::NoneProcess {
-        kill_image(vfs)
+        vfs.kill_image()
     } else {
         vfs.crash_image(None)
     }
@@ -649,7 +639,7 @@ fn stale_transactions_after_a_hole_are_never_replayed() {
     for i in 0..10u64 {
         e.insert(format!("s{i}").as_bytes(), &val(i, 100)).unwrap();
     }
-    let img = kill_image(&vfs);
+    let img = vfs.kill_image();
     drop(e);
     let wal = img.file("wal");
     let mut b = wal.durable();
@@ -660,7 +650,7 @@ fn stale_transactions_after_a_hole_are_never_replayed() {
     assert_eq!(counter(&e, "replay_dropped_txns"), 6);
     // one block, at position 3: the next position holds the stale s4
     e.insert(b"new", b"one").unwrap();
-    let img2 = kill_image(&img);
+    let img2 = img.kill_image();
     drop(e);
     let e = open(&img2, &c);
     let mut model = Model::new();

@@ -251,21 +251,7 @@ impl MemVfs {
             x ^= x << 17;
             x
         };
-        let mut names: Vec<(String, Arc<MemFile>)> = lock_handoff(&self.files)
-            .iter()
-            .filter(|(_, v)| v.named.load(Ordering::SeqCst))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        names.sort_by(|a, b| a.0.cmp(&b.0));
-        // One instant for every file: all of them are locked before any is copied.
-        // Copied one at a time, a checkpoint running on another thread could land
-        // in the WAL header after the meta file was copied, and the image then
-        // held a state no crash can leave (replay starting past transactions the
-        // copied meta file lacks): the log-wrap crash test failed that way once.
-        let guards: Vec<_> = names.iter().map(|(_, f)| f.inner()).collect();
-        let states: Vec<_> = guards.iter().map(|g| (**g).clone()).collect();
-        drop(guards);
-        for ((name, _), g) in names.into_iter().zip(states) {
+        for (name, g) in self.snapshot() {
             let mut bytes = g.durable;
             if torn_seed.is_some() {
                 for (off, data) in g.pending.iter().filter_map(|p| match p {
@@ -282,6 +268,35 @@ impl MemVfs {
             out.file(&name).set_contents(bytes);
         }
         out
+    }
+
+    /// A new file system holding what a process kill leaves now: every byte
+    /// written, synced or not, of every file whose name is durable, at one instant.
+    pub fn kill_image(&self) -> MemVfs {
+        let out = MemVfs::new();
+        for (name, g) in self.snapshot() {
+            out.file(&name).set_contents(g.written);
+        }
+        out
+    }
+
+    /// Every file whose name is durable, at one instant: all of them are locked
+    /// before any is copied. Copied one at a time, a checkpoint running on another
+    /// thread could land in the WAL header after the meta file was copied, and the
+    /// image then held a state no crash can leave (replay starting past
+    /// transactions the copied meta file lacks): the log-wrap crash test failed that
+    /// way once.
+    fn snapshot(&self) -> Vec<(String, MemInner)> {
+        let mut names: Vec<(String, Arc<MemFile>)> = lock_handoff(&self.files)
+            .iter()
+            .filter(|(_, v)| v.named.load(Ordering::SeqCst))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        let guards: Vec<_> = names.iter().map(|(_, f)| f.inner()).collect();
+        let states: Vec<_> = guards.iter().map(|g| (**g).clone()).collect();
+        drop(guards);
+        names.into_iter().map(|(n, _)| n).zip(states).collect()
     }
 }
 
