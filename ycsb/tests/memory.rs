@@ -218,6 +218,60 @@ fn the_wal_engine_under_a_budget_smaller_than_its_index_is_refused() {
     );
 }
 
+/// An engine killed by its memory cgroup leaves a record of the kill that says what
+/// ran: the engine as it opened (its durability class and setting), the workload and
+/// the budget. Before, the record held the budget and the kill alone, and a table of
+/// killed runs could not say at which durability each engine was run.
+#[test]
+fn a_kill_at_the_memory_limit_is_recorded_with_the_engine_as_it_opened() {
+    let t = Tmp::new("mem-kill");
+    let out = t.s("r.json");
+    // sled (its files read through the OS page cache, charged to the cgroup) loading
+    // 100 MiB under a 16 MiB budget: it opens, then the load passes the limit
+    let o = ycsb(&[
+        "load",
+        "-w",
+        "A",
+        "--engine",
+        "sled",
+        "--data",
+        &t.s("d"),
+        "--quiet",
+        "-p",
+        "recordcount=100000",
+        "--memory",
+        "16M",
+        "--memory-limit",
+        "cgroup",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let r = json(&out);
+    assert_eq!(r["memory"]["killed_at_limit"], true, "{r}");
+    assert_eq!(r["memory"]["budget_bytes"], 16 << 20, "{r}");
+    assert_eq!(r["engine"]["durability"], "none", "{r}");
+    assert_eq!(r["memory"]["uses_os_page_cache"], true, "{r}");
+    assert!(
+        !r["engine"]["durability_setting"]
+            .as_str()
+            .unwrap()
+            .is_empty(),
+        "{r}"
+    );
+    assert_eq!(r["properties"]["recordcount"], "100000", "{r}");
+    assert!(r["phases"].as_array().unwrap().is_empty(), "{r}");
+    let notes = r["engine"]["notes"].to_string();
+    assert!(
+        notes.contains("killed by the kernel at its memory limit"),
+        "{notes}"
+    );
+    assert!(
+        !std::path::Path::new(&format!("{out}.opened")).exists(),
+        "the child's record is removed once read"
+    );
+}
+
 /// A load (`recordcount=N`) and a one-second YCSB A run on the null engine in `data`
 /// by `threads` client threads, under a 64 MiB budget measured, not enforced.
 fn null_run<'a>(data: &'a str, records: &'a str, threads: &'a str) -> Vec<&'a str> {

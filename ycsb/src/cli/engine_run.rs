@@ -100,6 +100,7 @@ pub(super) fn run_engine(s: &Session, t: &Target<'_>, work: Work<'_>) -> Result<
         killed_at_limit: false,
         refused_at_open: false,
     };
+    super::memory::opened(&report);
     let watch = Arc::new(Watch {
         engine: engine.clone(),
         dirs,

@@ -15,8 +15,8 @@
 //! then says so and it is flagged).
 
 use clap::ValueEnum;
-use kvtb_schema::{MemoryBound, RunFile};
-use std::path::Path;
+use kvtb_schema::RunFile;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use ycsb::memory::{Cgroup, CgroupVersion};
 use ycsb::results::write_json;
@@ -27,6 +27,22 @@ pub(super) const EXIT_OVER_BUDGET: i32 = 3;
 
 /// Where a supervisor tells its child which cgroup to join: `v1:PATH` or `v2:PATH`.
 const CGROUP_ENV: &str = "KVTB_MEMORY_CGROUP";
+
+/// Where the child writes its run file as it stands once the engine opened (the
+/// engine as opened: its durability, settings and notes; the workload; the driving
+/// mode), so that the record of a kill at the limit says what was run.
+const OPENED_ENV: &str = "KVTB_OPENED_RECORD";
+
+/// The child's run file once its engine opened, when its supervisor asked for it
+/// (nothing otherwise; a failure to write it is only a warning: the run goes on).
+pub(super) fn opened(report: &RunFile) {
+    let Some(path) = std::env::var_os(OPENED_ENV) else {
+        return;
+    };
+    if let Err(e) = write_json(Path::new(&path), report) {
+        eprintln!("warning: the record of the opened engine was not written: {e}");
+    }
+}
 
 /// `--memory-limit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -161,12 +177,29 @@ pub(super) fn hold(
         }
         Err(why) => return Err(Error::usage(format!("--memory-limit cgroup: {why}"))),
     };
-    let status =
-        Command::new(std::env::current_exe().map_err(|e| Error::io("finding the ycsb binary", e))?)
-            .args(std::env::args_os().skip(1))
-            .env(CGROUP_ENV, encode(&cg))
-            .status()
-            .map_err(|e| Error::io("starting the run in its memory cgroup", e));
+    // beside the result file, removed once read (a stale one is removed first)
+    let opened_at = out.map(|o| {
+        let mut p = o.as_os_str().to_owned();
+        p.push(".opened");
+        PathBuf::from(p)
+    });
+    let mut child =
+        Command::new(std::env::current_exe().map_err(|e| Error::io("finding the ycsb binary", e))?);
+    child
+        .args(std::env::args_os().skip(1))
+        .env(CGROUP_ENV, encode(&cg));
+    if let Some(p) = &opened_at {
+        let _ = std::fs::remove_file(p);
+        child.env(OPENED_ENV, p);
+    }
+    let status = child
+        .status()
+        .map_err(|e| Error::io("starting the run in its memory cgroup", e));
+    let opened = opened_at.as_ref().and_then(|p| {
+        let r = std::fs::read(p).ok()?;
+        let _ = std::fs::remove_file(p);
+        serde_json::from_slice::<RunFile>(&r).ok()
+    });
     let kills = cg.oom_kills();
     let limit = cg.limit();
     let path = cg.path.clone();
@@ -180,7 +213,7 @@ pub(super) fn hold(
             budget >> 20
         );
         if let Some(out) = out {
-            write_json(out, &killed_record(engine, budget, limit))?;
+            write_json(out, &killed_record(engine, budget, limit, opened))?;
             eprintln!("result (the kill) written to {}", out.display());
         }
         return Ok(Held::Child(EXIT_OVER_BUDGET));
@@ -193,19 +226,31 @@ pub(super) fn hold(
     ))
 }
 
-/// The run file of an engine killed at its memory limit: no phases, the kill stated.
-fn killed_record(engine: &str, budget: u64, limit: Option<u64>) -> RunFile {
-    let mut r = ycsb::results::stub_run(
-        engine,
-        "killed by the kernel at its memory limit: over budget",
-    );
-    r.memory = MemoryBound {
-        budget_bytes: Some(budget),
-        enforcement: "memory cgroup of this run: the kernel killed the engine at its limit".into(),
-        limit_bytes: limit,
-        killed_at_limit: true,
-        ..MemoryBound::default()
+/// The run file of an engine killed at its memory limit: no phases, the kill stated;
+/// the engine as it opened (its durability, settings, notes), the workload and the
+/// driving mode where the child recorded them before it was killed (`opened`).
+fn killed_record(
+    engine: &str,
+    budget: u64,
+    limit: Option<u64>,
+    opened: Option<RunFile>,
+) -> RunFile {
+    const KILLED: &str = "killed by the kernel at its memory limit: over budget";
+    let mut r = match opened {
+        Some(mut r) => {
+            r.phases.clear();
+            r.engine.notes.push(KILLED.into());
+            r
+        }
+        None => ycsb::results::stub_run(engine, KILLED),
     };
+    // what the child measured before the engine opened stays (its own share, the
+    // page cache it dropped, whether the engine reads through the OS page cache)
+    r.memory.budget_bytes = Some(budget);
+    r.memory.enforcement =
+        "memory cgroup of this run: the kernel killed the engine at its limit".into();
+    r.memory.limit_bytes = limit;
+    r.memory.killed_at_limit = true;
     r
 }
 
