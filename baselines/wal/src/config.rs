@@ -49,6 +49,9 @@ pub struct Config {
     /// fdatasync, one after another (`ycsb crash --power` sets it: its recording
     /// layer sees the C library's calls, not io_uring's).
     pub uring: bool,
+    /// `wal.log_depth` (16): group-commit batches the committer keeps in flight at
+    /// most (1: one batch written, and synced, before the next is taken).
+    pub log_depth: usize,
     /// Values of this many bytes or more go to the data file.
     pub large_value: usize,
     /// Large values above this many bytes are written (and synced) before the WAL
@@ -85,6 +88,7 @@ impl Config {
         let checkpoint_ms = opts.u64("checkpoint_ms", 5000)?;
         let checkpoint_dirty_pct = opts.u64("checkpoint_dirty_pct", 50)?;
         let uring = opts.choice("uring", "on", &["on", "off"])? == "on";
+        let log_depth = opts.u64("log_depth", 16)?;
         let large_value = opts.bytes("large_value", 4096)? as usize;
         let data_first = opts.bytes("data_first", 32 << 10)? as usize;
         let cache = opts.bytes("cache", 0)?;
@@ -111,6 +115,11 @@ impl Config {
                 "wal.checkpoint_pct must be between 1 and 95".into(),
             ));
         }
+        if !(1..=64).contains(&log_depth) {
+            return Err(Error::InvalidArgument(
+                "wal.log_depth must be between 1 and 64".into(),
+            ));
+        }
         if !(1..=100).contains(&checkpoint_dirty_pct) {
             return Err(Error::InvalidArgument(
                 "wal.checkpoint_dirty_pct must be between 1 and 100".into(),
@@ -123,6 +132,7 @@ impl Config {
             checkpoint_pct,
             checkpoint_dirty_pct,
             uring,
+            log_depth: log_depth as usize,
             checkpoint_ms: checkpoint_ms.max(1),
             large_value,
             data_first,

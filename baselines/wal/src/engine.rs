@@ -166,9 +166,9 @@ impl WalEngine {
         stats.set_us_since(Stat::ReplayUs, t0);
         let threads = vec![
             {
-                let (log, wal, uring) = (log.clone(), wal, cfg.uring);
+                let (log, wal, uring, depth) = (log.clone(), wal, cfg.uring, cfg.log_depth);
                 spawn("wal-committer", "starting the committer", move || {
-                    committer(&log, &wal, uring)
+                    committer(&log, &wal, uring, depth)
                 })?
             },
             {

@@ -46,7 +46,7 @@ use std::sync::Arc;
 
 /// Opens the WAL engine with the `wal.*` properties (prefix removed): `dir`,
 /// `log_size`, `durability` (fdatasync | dsync | none-process), `checkpoint_pct`,
-/// `checkpoint_ms`, `checkpoint_dirty_pct`, `uring` (on | off), `large_value`, `data_first`, `cache` (stated only), `memory` (the
+/// `checkpoint_ms`, `checkpoint_dirty_pct`, `uring` (on | off), `log_depth` (batches in flight), `large_value`, `data_first`, `cache` (stated only), `memory` (the
 /// budget the image and its index must fit in).
 pub fn open_engine(opts: &kvapi::Options) -> kvapi::Result<Arc<dyn kvapi::Engine>> {
     let cfg = Config::from_options(opts)?;

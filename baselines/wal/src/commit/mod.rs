@@ -1,7 +1,7 @@
 //! The committer thread: takes the queued transactions as one batch, packed into
 //! whole blocks (`Log::take_batch`), issues its writes (two when it wraps past the
 //! end of the log) and goes on taking batches while earlier ones are in flight, up
-//! to [`DEPTH`] batches; in `fdatasync` mode one sync at a time covers the batches
+//! to `wal.log_depth` batches (16 by default); in `fdatasync` mode one sync at a time covers the batches
 //! written before it was issued (group commit of syncs). The log is written up to
 //! the longest run of finished batches from the oldest ([`pipeline`]); the
 //! completions of asynchronous writes this makes ready run here, on this thread,
@@ -27,31 +27,29 @@ use device::{LogIo, RingIo, SYNC, SeamIo};
 use kvapi::Reply;
 use pipeline::Pipeline;
 
-/// Batches in flight at most.
-pub const DEPTH: usize = 16;
-
 /// A batch buffer larger than this is freed after its batch, not kept.
 const KEEP_BUF: usize = 1 << 20;
 
 /// Runs until the log stops or the engine is poisoned. A failed write or sync
 /// poisons the engine; the committer then waits for what it has in flight and ends.
-/// `uring`: write through an io_uring where the file has a descriptor.
-pub fn committer(log: &Log, wal: &WalFile, uring: bool) {
+/// `uring`: write through an io_uring where the file has a descriptor; `depth`:
+/// batches in flight at most (`wal.log_depth`).
+pub fn committer(log: &Log, wal: &WalFile, uring: bool, depth: usize) {
     let ring = uring
         .then(|| wal.raw_fd())
         .flatten()
-        .and_then(|fd| RingIo::new(fd, (2 * DEPTH + 2) as u32));
+        .and_then(|fd| RingIo::new(fd, (2 * depth + 2) as u32));
     wal.stats().set(Stat::LogRing, ring.is_some() as u64);
     match ring {
         Some(r) => {
             log.set_ring_wake(r.wake());
-            run(log, wal, r);
+            run(log, wal, r, depth);
         }
-        None => run(log, wal, SeamIo::new(wal.storage())),
+        None => run(log, wal, SeamIo::new(wal.storage()), depth),
     }
 }
 
-fn run(log: &Log, wal: &WalFile, mut io: impl LogIo) {
+fn run(log: &Log, wal: &WalFile, mut io: impl LogIo, depth: usize) {
     let mut p: Pipeline<AlignedBuf> = Pipeline::new(wal.syncs());
     let mut pool: Vec<AlignedBuf> = Vec::new();
     // operations issued and not reaped: the committer ends only when none is left
@@ -77,7 +75,7 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo) {
                 Err(e) => fail(e, &mut failed),
             }
         }
-        while !stopping && !failed && p.len() < DEPTH {
+        while !stopping && !failed && p.len() < depth {
             let mut buf = pool.pop().unwrap_or_default();
             match log.take_batch(outstanding == 0, &mut buf) {
                 Ok(Take::Batch(start)) => {
@@ -112,7 +110,7 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo) {
         }
         reaped.clear();
         // new transactions matter only while the committer takes them
-        let taking = !stopping && !failed && p.len() < DEPTH;
+        let taking = !stopping && !failed && p.len() < depth;
         if let Err(e) = io.wait(&|| taking && log.has_work(), &mut reaped) {
             // The ring failed: what is in flight is unknown, and the kernel may still
             // write from the buffers: they are leaked, never reused.
@@ -135,7 +133,7 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo) {
         }
         if let Some((end, bufs)) = p.advance() {
             for b in bufs {
-                if b.held() <= KEEP_BUF && pool.len() < DEPTH {
+                if b.held() <= KEEP_BUF && pool.len() < depth {
                     pool.push(b);
                 }
             }
