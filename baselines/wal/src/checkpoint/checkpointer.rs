@@ -129,12 +129,13 @@ impl Checkpointer {
     pub fn run(&self, force: bool) -> Result<()> {
         let mut last = lock(&self.header, "the WAL header")?;
         self.log.check()?;
-        let (r, list) = self.with_core(|core| Ok((self.log.head()?, core.take_dirty())))?;
+        let (r, list) = self.with_core(|core| (self.log.head(), core.take_dirty()))?;
+        let r = r?;
         let mut slice = lock(&self.slice, "the checkpoint's copy buffer")?;
         let tail = self.log.tail()?;
         if !force && list.is_empty() && r == tail {
             let held = slice.held();
-            self.with_core(|core| Ok(core.flushed(&[], list, held)))?;
+            self.with_core(|core| core.flushed(&[], list, held))?;
             return Ok(());
         }
         self.log.wait_complete(r)?;
@@ -148,7 +149,7 @@ impl Checkpointer {
         let mut done: Vec<(u32, u64)> = Vec::with_capacity(list.len());
         let mut bytes = 0;
         for pages in list.chunks(SLICE) {
-            let newest = self.with_core(|core| Ok(core.copy_dirty(pages, &mut slice)))?;
+            let newest = self.with_core(|core| core.copy_dirty(pages, &mut slice))?;
             // the meta file never holds a change whose transaction is not complete
             self.log.wait_complete(newest.max(r))?;
             bytes += match self.meta.write_pages(&slice) {
@@ -169,26 +170,26 @@ impl Checkpointer {
         // the meta file holds these versions now: unchanged pages are clean, and may
         // be evicted (read back, they are what the memory held)
         let held = slice.held();
-        self.with_core(|core| Ok(core.flushed(&done, list, held)))?;
+        self.with_core(|core| core.flushed(&done, list, held))?;
         self.stats.set(Stat::CheckpointCopyBytes, slice.held());
         self.stats.add(Stat::CheckpointBytes, bytes);
         let commit = self.log.complete()?;
         *last = self.write_header(r, commit)?;
         self.log.reclaim(r)?;
-        self.with_core(|core| Ok(core.release_frees(commit)))?;
+        self.with_core(|core| core.release_frees(commit))?;
         self.stats.add(Stat::Checkpoints, 1);
         Ok(())
     }
 
     /// Runs `f` under the core write lock, which writers and readers wait for:
     /// the longest hold is the checkpoint's pause (`checkpoint_max_hold_us`).
-    fn with_core<R>(&self, f: impl FnOnce(&mut Core) -> Result<R>) -> Result<R> {
+    fn with_core<R>(&self, f: impl FnOnce(&mut Core) -> R) -> Result<R> {
         let mut core = self.store.write()?;
         let t0 = Instant::now();
         let r = f(&mut core);
         drop(core);
         self.stats.max_us_since(Stat::CheckpointMaxHoldUs, t0);
-        r
+        Ok(r)
     }
 
     /// Writes the WAL header with the current commit id, without a checkpoint: the

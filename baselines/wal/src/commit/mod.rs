@@ -1,7 +1,7 @@
 //! The committer thread: takes the queued transactions as one batch, packed into
 //! whole blocks (`Log::take_batch`), issues its writes (two when it wraps past the
 //! end of the log) and goes on taking batches while earlier ones are in flight, up
-//! to `wal.log_depth` batches (16 by default); in `fdatasync` mode one sync at a time covers the batches
+//! to `wal.log_depth` batches (4 by default); in `fdatasync` mode one sync at a time covers the batches
 //! written before it was issued (group commit of syncs). The log is written up to
 //! the longest run of finished batches from the oldest ([`pipeline`]); the
 //! completions of asynchronous writes this makes ready run here, on this thread,
@@ -75,7 +75,7 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo, depth: usize) {
                 Err(e) => fail(e, &mut failed),
             }
         }
-        while !stopping && !failed && p.len() < depth {
+        while !stopping && !failed && p.len() < depth && p.may_take() {
             let mut buf = pool.pop().unwrap_or_default();
             match log.take_batch(outstanding == 0, &mut buf) {
                 Ok(Take::Batch(start)) => {
@@ -110,7 +110,7 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo, depth: usize) {
         }
         reaped.clear();
         // new transactions matter only while the committer takes them
-        let taking = !stopping && !failed && p.len() < depth;
+        let taking = !stopping && !failed && p.len() < depth && p.may_take();
         if let Err(e) = io.wait(&|| taking && log.has_work(), &mut reaped) {
             // The ring failed: what is in flight is unknown, and the kernel may still
             // write from the buffers: they are leaked, never reused.

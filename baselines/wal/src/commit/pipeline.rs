@@ -97,6 +97,21 @@ impl<B> Pipeline<B> {
         }
     }
 
+    /// Whether another batch may be taken now, below the depth: always without
+    /// syncs; with them, only while no batch waits for a sync not yet issued (one
+    /// is being written, or is written and waits for the sync in flight to end).
+    /// Transactions queued meanwhile then go out as one batch under the next sync,
+    /// not as many small ones that wait for it anyway (more writes, less packing:
+    /// YCSB A at 1M records with fdatasync loaded at 79-82K inserts/s so, against
+    /// 112-125K with one batch at a time; results/wal/pipeline-1m).
+    pub fn may_take(&self) -> bool {
+        !self.sync
+            || !self
+                .batches
+                .iter()
+                .any(|b| matches!(b.state, State::Writing(_) | State::Written))
+    }
+
     /// Whether a sync should be issued now: a batch is written and not covered, and
     /// no sync is in flight (one at a time: the writes that complete meanwhile wait
     /// for the next, a group commit of syncs).
@@ -191,6 +206,27 @@ mod tests {
         p.sync_done();
         assert_eq!(p.advance(), Some((20, vec!['b'])));
         assert!(!p.busy());
+    }
+
+    #[test]
+    fn with_syncs_one_batch_at_most_waits_for_a_sync_not_yet_issued() {
+        let mut p = Pipeline::new(true);
+        assert!(p.may_take());
+        let a = p.push(10, 1, 'a');
+        assert!(!p.may_take(), "a is being written");
+        p.write_done(a);
+        assert!(!p.may_take(), "a waits for its sync");
+        p.sync_issued();
+        assert!(
+            p.may_take(),
+            "a's sync is in flight: b may be written meanwhile"
+        );
+        let b = p.push(20, 1, 'b');
+        p.write_done(b);
+        assert!(!p.may_take(), "b waits for the next sync");
+        let mut q = Pipeline::new(false);
+        q.push(10, 1, 'a');
+        assert!(q.may_take(), "without syncs, up to the depth");
     }
 
     #[test]
