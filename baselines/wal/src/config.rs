@@ -14,11 +14,11 @@ pub const OVER_BUDGET: &str = "the WAL engine keeps its ordered index and page t
 /// How an acknowledged write reaches the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// pwrite a batch of transactions, then fdatasync (power).
+    /// Write a batch of transactions, then fdatasync (power).
     Fdatasync,
     /// WAL and data files opened with O_DSYNC (power).
     Dsync,
-    /// pwrite only: survives a killed process, not a power loss.
+    /// Write only: survives a killed process, not a power loss.
     NoneProcess,
 }
 

@@ -247,8 +247,9 @@ impl Engine for WalEngine {
         let (durability, setting) = match cfg.mode {
             Mode::Fdatasync => (
                 Durability::Power,
-                "WAL record fdatasync'ed before the ack (group commit: one write and one \
-                 fdatasync per batch); large values fdatasync'ed too",
+                "WAL record fdatasync'ed before the ack (group commit: each batch written \
+                 O_DIRECT, several in flight, acknowledged once a completed fdatasync \
+                 covers it); large values fdatasync'ed too",
             ),
             Mode::Dsync => (
                 Durability::Power,
@@ -257,7 +258,7 @@ impl Engine for WalEngine {
             ),
             Mode::NoneProcess => (
                 Durability::Process,
-                "WAL record written (pwrite, no sync) before the ack: survives a killed \
+                "WAL record written (O_DIRECT, no sync) before the ack: survives a killed \
                  process, not a power loss",
             ),
         };

@@ -21,4 +21,5 @@ for w in A B C D E F; do
     --out-dir "$dir" > "$dir/table.txt" 2> "$dir/stderr.txt"
   echo "$(date -u +%H:%M:%S) $w rc=$?"
 done
+python3 "$OUT/summarize.py"
 echo done
