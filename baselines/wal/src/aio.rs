@@ -1,7 +1,9 @@
 //! The native asynchronous path: `submit` applies and reserves a write at once (after
 //! admission, which is its back-pressure) and files the completion under the
-//! transaction's end position; the completer thread runs completions as the
-//! committer's group commits make transactions complete, in id order. Reads are
+//! transaction's end position; the committer runs the completions its group commits
+//! make ready, on its own thread, in id order (the completer thread those a data
+//! write, an error or a stop makes ready). A completion must therefore not wait on
+//! the engine: the driver's only queues its result. Reads are
 //! answered inside `submit` when their pages are resident (a large value is then one
 //! pread); a request that needs a page that is not resident goes to the miss loader
 //! (`loader.rs`), which reads it with others in flight and then answers the read or
@@ -114,7 +116,7 @@ impl Inner {
 
     /// A write: the pages it changes read first by the miss loader when they are not
     /// resident; then applied and reserved (`Writer::begin`, on the loader's thread
-    /// in that case), and acknowledged by the completer once its transaction is
+    /// in that case), and acknowledged by the committer once its transaction is
     /// complete.
     fn write(self: &Arc<Self>, request: Request, done: Completion) {
         let misses = match op_of(&request) {
@@ -159,9 +161,9 @@ fn op_of(request: &Request) -> Option<(&[u8], Op<'_>)> {
     }
 }
 
-/// The completer thread: runs the completions of asynchronous writes once their
-/// transactions complete, until the log is stopped with none left (or its lock is
-/// poisoned).
+/// The completer thread: runs the completions of asynchronous writes that the
+/// committer does not (made ready by a data write, or failed by an error or a stop),
+/// until the log is stopped with none left (or its lock is poisoned).
 pub fn completer(log: &Log) {
     while let Ok(Some((ready, err))) = log.next_acks() {
         for (_, dones) in ready {
