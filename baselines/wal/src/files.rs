@@ -54,11 +54,6 @@ impl WalFile {
         v
     }
 
-    /// Units in `len` bytes of whole blocks.
-    pub fn units_of(&self, len: usize) -> u64 {
-        (len / BLOCK) as u64 * UNITS_PER_BLOCK
-    }
-
     /// Counts a batch of `bytes` in `writes` writes (one group commit).
     pub fn count_batch(&self, bytes: usize, writes: usize) {
         self.stats.add(Stat::Writes, writes as u64);

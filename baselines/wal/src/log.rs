@@ -86,6 +86,12 @@ impl LogState {
     fn used(&self) -> u64 {
         self.head - self.tail
     }
+
+    /// Takes the completions of the transactions that are complete.
+    fn take_ready(&mut self) -> Acks {
+        let later = self.acks.split_off(&(self.complete() + 1));
+        std::mem::replace(&mut self.acks, later)
+    }
 }
 
 /// A transaction reserved in the log.
@@ -481,9 +487,7 @@ impl Log {
         let mut log = self.lock()?;
         log.written = end;
         let ready = if log.error.is_none() {
-            let c = log.complete();
-            let later = log.acks.split_off(&(c + 1));
-            std::mem::replace(&mut log.acks, later)
+            log.take_ready()
         } else {
             Acks::new()
         };
@@ -529,9 +533,7 @@ impl Log {
                     return Ok(None);
                 }
             }
-            let c = log.complete();
-            let later = log.acks.split_off(&(c + 1));
-            let ready = std::mem::replace(&mut log.acks, later);
+            let ready = log.take_ready();
             if !ready.is_empty() {
                 return Ok(Some((ready, None)));
             }

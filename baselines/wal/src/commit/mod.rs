@@ -20,6 +20,7 @@ mod device;
 mod pipeline;
 
 use crate::files::WalFile;
+use crate::format::{BLOCK, UNITS_PER_BLOCK};
 use crate::io::aligned::AlignedBuf;
 use crate::log::{Log, Take};
 use crate::stats::Stat;
@@ -79,10 +80,11 @@ fn run(log: &Log, wal: &WalFile, mut io: impl LogIo, depth: usize) {
             let mut buf = pool.pop().unwrap_or_default();
             match log.take_batch(outstanding == 0, &mut buf) {
                 Ok(Take::Batch(start)) => {
-                    let pieces = wal.pieces(start, buf.len());
-                    let end = start + wal.units_of(buf.len());
+                    let len = buf.len();
+                    let pieces = wal.pieces(start, len);
+                    let end = start + (len / BLOCK) as u64 * UNITS_PER_BLOCK;
                     let id = p.push(end, pieces.len() as u8, buf);
-                    wal.count_batch(p.buf(id).map_or(0, |b| b.len()), pieces.len());
+                    wal.count_batch(len, pieces.len());
                     wal.stats().max(Stat::LogPeak, p.len() as u64);
                     for (k, (range, off)) in pieces.into_iter().enumerate() {
                         let Some(b) = p.buf(id) else { break };
