@@ -7,9 +7,15 @@
 //! answered inside `submit` when their pages are resident (a large value is then one
 //! pread); a request that needs a page that is not resident goes to the miss loader
 //! (`loader.rs`), which reads it with others in flight and then answers the read or
-//! applies the write. Large values take the data-first path here, so no request
-//! waits on a data write after `submit` returns.
+//! applies the write. A large value's data goes to the data writer
+//! (`datawriter.rs`, an io_uring over the data file): up to `data_first` it is
+//! written in parallel with the transaction's log commit, which is acknowledged when
+//! both are durable; above, it is written first and the transaction begun (on the
+//! miss loader's thread) once it is durable. No request waits on a data write in
+//! `submit`.
 
+use crate::datawriter::{DataWriter, DataWrites};
+use crate::extent::Extent;
 use crate::loader::{Loader, Loads};
 use crate::log::Log;
 use crate::read::Reader;
@@ -22,6 +28,9 @@ use std::sync::Arc;
 /// threads and directory claim live as long as this handle.
 pub struct AsyncWal<E> {
     inner: Arc<Inner>,
+    /// Dropped first: its thread finishes the writes queued (whose continuations
+    /// may queue to the loader), then stops.
+    _data: DataWriter,
     /// Dropped before the engine: its thread runs what is queued, then stops.
     _loader: Loader,
     _engine: Arc<E>,
@@ -33,25 +42,31 @@ struct Inner {
     writer: Writer,
     log: Arc<Log>,
     loads: Loads,
+    data: DataWrites,
 }
 
 impl<E> AsyncWal<E> {
-    /// The handle, with its miss loader's thread (an error if it cannot start).
+    /// The handle, with its miss loader's and data writer's threads (an error if
+    /// one cannot start); the data writer uses an io_uring when `uring`.
     pub fn new(
         engine: Arc<E>,
         reader: Reader,
         writer: Writer,
         log: Arc<Log>,
+        uring: bool,
     ) -> std::io::Result<AsyncWal<E>> {
         let loader = Loader::start(reader.store().clone())?;
         let loads = loader.loads().clone();
+        let data = DataWriter::start(writer.data().clone(), uring)?;
         Ok(AsyncWal {
             inner: Arc::new(Inner {
                 reader,
                 writer,
                 log,
                 loads,
+                data: data.writes().clone(),
             }),
+            _data: data,
             _loader: loader,
             _engine: engine,
         })
@@ -114,39 +129,118 @@ impl Inner {
         );
     }
 
-    /// A write: the pages it changes read first by the miss loader when they are not
-    /// resident; then applied and reserved (`Writer::begin`, on the loader's thread
-    /// in that case), and acknowledged by the committer once its transaction is
-    /// complete.
+    /// A write: a large value above `data_first` written first, through the data
+    /// writer (the rest on the miss loader's thread once it is durable); the pages
+    /// it changes read by the miss loader when they are not resident; then applied
+    /// and reserved (`Writer::begin`, on the loader's thread in that case), its
+    /// large value up to `data_first` written in parallel with the log commit, and
+    /// acknowledged once its transaction is complete (by the committer, or by the
+    /// completer when the data write finishes last).
     fn write(self: &Arc<Self>, request: Request, done: Completion) {
+        let Some((key, op)) = op_of(&request) else {
+            return done(Err(Error::InvalidArgument("not a write".into())));
+        };
+        if let Op::Put(v) = op
+            && self.writer.data_first(key, v)
+        {
+            let x = match self.writer.alloc_large(key, v) {
+                Ok(x) => x,
+                Err(e) => return done(Err(e)),
+            };
+            let buf = self.data.buffer(x, v);
+            let me = self.clone();
+            self.data.write_buf(
+                x,
+                buf,
+                Box::new(move |r| match r {
+                    Err(e) => {
+                        let e = me.log.poison(format!("data write failed: {e}"));
+                        drop(me.writer.free_large(&x));
+                        done(Err(e))
+                    }
+                    // not on this thread: the rest may wait for log space
+                    Ok(()) => {
+                        let m = me.clone();
+                        me.loads
+                            .defer(Box::new(move |_, _| m.after_data(request, Some(x), done)));
+                    }
+                }),
+            );
+            return;
+        }
+        self.after_data(request, None, done);
+    }
+
+    /// The rest of a write whose large value is in extent `pre` when it was written
+    /// first: the pages it changes read when they are not resident, then begun. On
+    /// an error `pre` is free again.
+    fn after_data(self: &Arc<Self>, request: Request, pre: Option<Extent>, done: Completion) {
         let misses = match op_of(&request) {
             Some((key, op)) => self.writer.misses(key, &op),
             None => Err(Error::InvalidArgument("not a write".into())),
         };
         match misses {
-            Err(e) => done(Err(e)),
-            Ok(m) if m.is_empty() => self.begin(&request, done),
+            Err(e) => self.fail(pre, e, done),
+            Ok(m) if m.is_empty() => self.begin(&request, pre, done),
             Ok(m) => {
                 let me = self.clone();
                 self.loads.load(
                     m,
                     Box::new(move |_, pages| match pages {
-                        Err(e) => done(Err(e)),
-                        Ok(_) => me.begin(&request, done),
+                        Err(e) => me.fail(pre, e, done),
+                        Ok(_) => me.begin(&request, pre, done),
                     }),
                 );
             }
         }
     }
 
-    fn begin(&self, request: &Request, done: Completion) {
-        let Some((key, op)) = op_of(request) else {
-            return done(Err(Error::InvalidArgument("not a write".into())));
-        };
-        match self.writer.begin(key, &op, true) {
-            Err(e) => done(Err(e)),
-            Ok(b) => self.log.when_complete(b.end, done),
+    /// A write refused before it began: the extent its value was written to first,
+    /// if any, is free again.
+    fn fail(&self, pre: Option<Extent>, e: Error, done: Completion) {
+        if let Some(x) = pre {
+            drop(self.writer.free_large(&x));
         }
+        done(Err(e))
+    }
+
+    fn begin(self: &Arc<Self>, request: &Request, pre: Option<Extent>, done: Completion) {
+        let Some((key, op)) = op_of(request) else {
+            return self.fail(pre, Error::InvalidArgument("not a write".into()), done);
+        };
+        let b = match (pre, &op) {
+            (Some(x), Op::Put(v)) => self.writer.begin_written(key, v, x),
+            (Some(x), Op::Delete) => {
+                return self.fail(Some(x), Error::Engine("a delete with data".into()), done);
+            }
+            (None, op) => self.writer.begin(key, op, false),
+        };
+        let b = match b {
+            Err(e) => return done(Err(e)),
+            Ok(b) => b,
+        };
+        self.log.when_complete(b.end, done);
+        let (Some(x), Op::Put(v)) = (b.parallel, op) else {
+            return;
+        };
+        // The data write runs while the committer writes the WAL record; the
+        // transaction is complete once both are durable.
+        let me = self.clone();
+        self.data.write(
+            x,
+            v,
+            Box::new(move |r| {
+                let ended = me.reader.store().end_inflight(x.start);
+                let r = match r {
+                    Err(e) => Err(me.log.poison(format!("data write failed: {e}"))),
+                    Ok(()) => ended
+                        .map_err(|e| me.log.record(e))
+                        .and_then(|()| me.log.data_written(b.start)),
+                };
+                // an error poisoned the engine: the completer fails the acks
+                drop(r);
+            }),
+        );
     }
 }
 

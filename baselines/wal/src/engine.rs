@@ -390,7 +390,8 @@ impl Engine for WalEngine {
         let (reader, writer, log) = (self.reader.clone(), self.writer.clone(), self.log.clone());
         // Without its miss loader's thread there is no native path: the driver then
         // drives the engine with client threads, and says so.
-        let a = AsyncWal::new(self, reader, writer, log).ok()?;
+        let uring = self.cfg.uring;
+        let a = AsyncWal::new(self, reader, writer, log, uring).ok()?;
         Some(Arc::new(a))
     }
 

@@ -190,6 +190,22 @@ impl DataFile {
         &self.path
     }
 
+    /// The file's descriptor, for writes submitted to an io_uring (the data writer
+    /// of the native path); `None` for a simulated file.
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.raw_fd()
+    }
+
+    /// Whether a value is durable only after an fdatasync (`fdatasync` durability;
+    /// at `dsync` the file is O_DSYNC, at `none-process` nothing is synced).
+    pub fn syncs(&self) -> bool {
+        self.sync
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
     /// Writes (and syncs) the value of extent `x`.
     pub fn write(&self, x: &Extent, v: &[u8]) -> io::Result<()> {
         self.file.write_at(v, x.start as u64 * BLOCK as u64)?;

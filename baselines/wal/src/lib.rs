@@ -21,6 +21,7 @@ mod aio;
 mod checkpoint;
 mod commit;
 mod config;
+mod datawriter;
 mod engine;
 mod extent;
 mod files;

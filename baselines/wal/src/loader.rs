@@ -93,6 +93,29 @@ impl Loads {
         }
     }
 
+    /// Runs `then` on the loader's thread (with no pages), after what is queued
+    /// before it; on the caller's when the loader has stopped. For work that may
+    /// wait on the engine and must not run on the thread that asks (the data
+    /// writer's: a write waiting for log space would stop the data writes the
+    /// checkpoint it waits for needs).
+    pub fn defer(&self, then: Then) {
+        let job = Job {
+            pages: Vec::new(),
+            then,
+        };
+        let job = match self.shared.queue.lock() {
+            Ok(mut q) if !q.stopped => {
+                q.jobs.push(job);
+                None
+            }
+            _ => Some(job),
+        };
+        match job {
+            Some(job) => (job.then)(&self.store, Ok(Vec::new())),
+            None => self.wake(),
+        }
+    }
+
     fn wake(&self) {
         match &self.shared.wake {
             Some(w) => w.kick(),
@@ -242,6 +265,11 @@ fn run_ring(l: &Loads, mut ring: IoUring, fd: RawFd) {
             Err(_) => (Vec::new(), true),
         };
         for job in jobs {
+            if job.pages.is_empty() {
+                // deferred work (`Loads::defer`): nothing to read
+                (job.then)(store, Ok(Vec::new()));
+                continue;
+            }
             let id = free_jobs.pop().unwrap_or_else(|| {
                 active.push(None);
                 active.len() - 1

@@ -68,6 +68,12 @@ pub enum Stat {
     /// A gauge: 1 when the committer writes the WAL through an io_uring, 0 when
     /// through the seam (a file without a descriptor, `wal.uring=off`, or no ring).
     LogRing,
+    /// A gauge: 1 when the data writer of the native path writes through an
+    /// io_uring, 0 when one value at a time (a file without a descriptor,
+    /// `wal.uring=off`, or no ring).
+    DataRing,
+    /// A gauge: the most data writes the data writer had in flight at once.
+    DataPeak,
     /// Records that gets and scans found on a resident page.
     ReadHits,
     /// Records that gets and scans found on a page not resident (read from the meta
@@ -94,7 +100,7 @@ pub struct ImageGauges {
 }
 
 /// The engine-specific counters, by name, in the order the result files list them.
-const EXTRA: [(&str, Stat); 27] = [
+const EXTRA: [(&str, Stat); 29] = [
     ("wal_bytes", Stat::WalBytes),
     ("checkpoint_bytes", Stat::CheckpointBytes),
     ("header_bytes", Stat::HeaderBytes),
@@ -120,6 +126,8 @@ const EXTRA: [(&str, Stat); 27] = [
     ("header_copy_repairs", Stat::HeaderCopyRepairs),
     ("log_peak_in_flight", Stat::LogPeak),
     ("log_ring", Stat::LogRing),
+    ("data_ring", Stat::DataRing),
+    ("data_peak_in_flight", Stat::DataPeak),
     ("checkpoint_max_hold_us", Stat::CheckpointMaxHoldUs),
     ("admission_max_wait_us", Stat::AdmissionMaxWaitUs),
 ];

@@ -442,14 +442,18 @@ impl Core {
     }
 
     /// A checkpoint wrote and synced these pages at these versions: each page is
-    /// clean unless changed since, and may be evicted. `list` is the checkpoint's
-    /// list, given back for the next one's memory; `held` the bytes the checkpoint's
-    /// buffers hold (counted against the cache).
-    pub fn flushed(&mut self, done: &[(u32, u64)], list: Vec<u32>, held: u64) {
+    /// clean unless changed since, and may be evicted.
+    pub fn flushed(&mut self, done: &[(u32, u64)]) {
         let image = self.heap.image_mut();
         for &(p, v) in done {
             image.flushed(p, v);
         }
+    }
+
+    /// A checkpoint is over: `list` is its list, given back for the next one's
+    /// memory; `held` the bytes the checkpoint's buffers hold (counted against the
+    /// cache).
+    pub fn checkpointed(&mut self, list: Vec<u32>, held: u64) {
         self.dirty.give_back(list);
         self.heap.set_copies_held(held);
     }

@@ -109,6 +109,11 @@ impl Writer {
         }
     }
 
+    /// The data file (the native path's data writer writes to it).
+    pub fn data(&self) -> &Arc<DataFile> {
+        &self.data
+    }
+
     /// Refuses a put of a new key whose index entry would leave the page cache less
     /// than its least under the memory budget (checked under the core write lock,
     /// before anything is applied).
@@ -321,8 +326,78 @@ impl Writer {
     /// `data_first`, else published in the in-flight map and written by the caller
     /// in parallel with the WAL record.
     fn begin_large(&self, key: &[u8], v: &[u8], force_data_first: bool) -> Result<Begun> {
+        if !(force_data_first || v.len() > self.data_first) {
+            return self.begin_extent(key, v, None);
+        }
+        // Data first: write and sync it, then log the record.
+        let x = self.alloc_large(key, v)?;
+        if let Err(e) = self.data.write(&x, v) {
+            self.free_large(&x)?;
+            return Err(self.log.poison(format!("data write failed: {e}")));
+        }
+        self.begin_extent(key, v, Some(x))
+    }
+
+    /// Whether a put of `v` under `key` writes its value to the data file before its
+    /// transaction (a large value above `data_first`): the native path then writes
+    /// it through its data ring ([`Writer::alloc_large`]) and begins the transaction
+    /// with [`Writer::begin_written`] once it is durable.
+    pub fn data_first(&self, key: &[u8], v: &[u8]) -> bool {
+        !self.inline(key, v) && v.len() > self.data_first
+    }
+
+    /// The extent the large value `v` of a put of `key`, written before its
+    /// transaction, will take (inside the close gate, refused when closed or
+    /// poisoned, and after the put's checks, so that nothing is written for a write
+    /// that will be refused).
+    pub fn alloc_large(&self, key: &[u8], v: &[u8]) -> Result<Extent> {
+        let _entered = self.store.enter()?;
+        self.log.check()?;
+        limits().check_put(key, v)?;
         let blocks = v.len().div_ceil(BLOCK).max(1) as u32;
         let crc = crc32fast::hash(v);
+        let start = self.core()?.heap_mut().alloc_extent(blocks);
+        Ok(Extent {
+            start,
+            blocks,
+            len: v.len() as u32,
+            crc,
+        })
+    }
+
+    /// An extent from [`Writer::alloc_large`] that no transaction will point at
+    /// (its write failed, or the write was refused after it): free again.
+    pub fn free_large(&self, x: &Extent) -> Result<()> {
+        self.core()?.heap_mut().free_extent(x);
+        Ok(())
+    }
+
+    /// [`Writer::begin`] for a put whose value is already durable in extent `x` of
+    /// the data file (from [`Writer::alloc_large`]); on an error `x` is free again.
+    pub fn begin_written(&self, key: &[u8], v: &[u8], x: Extent) -> Result<Begun> {
+        let _entered = match self.store.enter() {
+            Ok(g) => g,
+            Err(e) => {
+                self.free_large(&x)?;
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.log.check().and_then(|()| self.wait_dirty()) {
+            self.free_large(&x)?;
+            return Err(e);
+        }
+        self.stats
+            .add(Stat::UserBytes, (key.len() + v.len()) as u64);
+        self.begin_extent(key, v, Some(x))
+    }
+
+    /// The transaction of a large value: its record points at extent `pre`, whose
+    /// data is written already, or (without one) at a new extent whose data the
+    /// caller writes in parallel with the WAL record (published in the in-flight
+    /// map until then). On an error `pre` is free again.
+    fn begin_extent(&self, key: &[u8], v: &[u8], pre: Option<Extent>) -> Result<Begun> {
+        let blocks = v.len().div_ceil(BLOCK).max(1) as u32;
+        let crc = pre.map_or_else(|| crc32fast::hash(v), |x| x.crc);
         let need = need(record_len(key.len(), &Stored::Inline(&[])) + 24);
         // the record the image will hold: the key and the extent
         let rec = record_len(
@@ -334,23 +409,6 @@ impl Writer {
                 crc,
             }),
         );
-        let data_first = force_data_first || v.len() > self.data_first;
-        let pre = if data_first {
-            // Data first: write and sync it, then log the record.
-            let start = self.core()?.heap_mut().alloc_extent(blocks);
-            let x = Extent {
-                start,
-                blocks,
-                len: v.len() as u32,
-                crc,
-            };
-            if let Err(e) = self.data.write(&x, v) {
-                return Err(self.log.poison(format!("data write failed: {e}")));
-            }
-            Some(x)
-        } else {
-            None
-        };
         if let Err(e) = self
             .store
             .prefetch(key, Some(rec))
@@ -358,7 +416,7 @@ impl Writer {
             .and_then(|()| self.admit(need))
         {
             if let Some(x) = pre {
-                self.core()?.heap_mut().free_extent(&x);
+                self.free_large(&x)?;
             }
             return Err(e);
         }
@@ -398,8 +456,8 @@ impl Writer {
             .heap_mut()
             .put(&mut tb, key, &Stored::Extent(x))
             .map_err(|e| self.half_applied(e))?;
-        let mut b = self.reserve(&mut core, &tb, need, !data_first, old)?;
-        b.parallel = (!data_first).then_some(x);
+        let mut b = self.reserve(&mut core, &tb, need, pre.is_none(), old)?;
+        b.parallel = pre.is_none().then_some(x);
         Ok(b)
     }
 

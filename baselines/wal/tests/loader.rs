@@ -11,11 +11,10 @@
 
 mod common;
 
-use common::counter;
+use common::{burst, counter};
 use kvapi::{Engine, Reply, Request};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::mpsc;
 use wal_engine::{Config, MemVfs, Mode, WalEngine};
 
 const N: u64 = 5_000;
@@ -27,30 +26,6 @@ fn key(i: u64) -> Vec<u8> {
 
 fn value(i: u64, round: u64) -> Vec<u8> {
     kvtestkit::conformance::value(i * 31 + round, VALUE)
-}
-
-/// Submits `reqs` all at once (64 in flight, as the driver keeps them) and returns
-/// the replies in request order.
-fn burst(a: &Arc<dyn kvapi::AsyncEngine>, reqs: Vec<Request>) -> Vec<Reply> {
-    let (tx, rx) = mpsc::channel();
-    let n = reqs.len();
-    for (i, r) in reqs.into_iter().enumerate() {
-        let tx = tx.clone();
-        a.submit(
-            r,
-            Box::new(move |res| {
-                tx.send((i, res)).unwrap();
-            }),
-        );
-    }
-    let mut out: Vec<Option<Reply>> = (0..n).map(|_| None).collect();
-    for _ in 0..n {
-        let (i, r) = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("a request was never answered");
-        out[i] = Some(r.unwrap_or_else(|e| panic!("request {i}: {e}")));
-    }
-    out.into_iter().map(Option::unwrap).collect()
 }
 
 /// Loads N keys (about five times the 1 MiB budget), then drives the native path in

@@ -32,6 +32,13 @@ impl PageCopies {
     }
 }
 
+/// A taken list in page order, each page once (the checkpoint's writes then run
+/// over consecutive pages).
+pub fn sort_list(d: &mut Vec<u32>) {
+    d.sort_unstable();
+    d.dedup();
+}
+
 #[derive(Default)]
 pub struct DirtyPages {
     page_txn: Vec<u64>,
@@ -56,15 +63,14 @@ impl DirtyPages {
         }
     }
 
-    /// The pages changed since the last call, in page order, for a checkpoint to
-    /// copy in slices ([`DirtyPages::copy`]). Until a page is copied, a change to it
-    /// does not list it again (it is still dirty): the checkpoint copies it with that
-    /// change. Once copied, a change lists it for the next checkpoint.
+    /// The pages changed since the last call, in the order they were first changed
+    /// (the caller sorts them, outside the core lock: [`sort_list`]), for a
+    /// checkpoint to copy in slices ([`DirtyPages::copy`]). Until a page is copied, a
+    /// change to it does not list it again (it is still dirty): the checkpoint
+    /// copies it with that change. Once copied, a change lists it for the next
+    /// checkpoint.
     pub fn take_list(&mut self) -> Vec<u32> {
-        let mut d = std::mem::take(&mut self.dirty);
-        d.sort_unstable();
-        d.dedup();
-        d
+        std::mem::take(&mut self.dirty)
     }
 
     /// Gives a taken list's memory back for the next checkpoint's.

@@ -6,4 +6,4 @@ mod checkpointer;
 mod dirty;
 
 pub use checkpointer::Checkpointer;
-pub use dirty::{DirtyPages, PageCopies, SLICE};
+pub use dirty::{DirtyPages, PageCopies, SLICE, sort_list};

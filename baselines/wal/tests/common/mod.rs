@@ -9,7 +9,7 @@
     reason = "each test file uses part of it; a failed step is a failed test"
 )]
 
-use kvapi::Engine;
+use kvapi::{Engine, Reply, Request};
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -136,4 +136,40 @@ impl Vfs for Gated {
     fn sync_dir(&self) -> io::Result<()> {
         self.inner.sync_dir()
     }
+}
+
+/// Submits `reqs` all at once (64 in flight, as the driver keeps them) and returns
+/// the replies in request order; a request that fails fails the test.
+pub fn burst(a: &Arc<dyn kvapi::AsyncEngine>, reqs: Vec<Request>) -> Vec<Reply> {
+    burst_results(a, reqs)
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.unwrap_or_else(|e| panic!("request {i}: {e}")))
+        .collect()
+}
+
+/// [`burst`], each request's result as it came.
+pub fn burst_results(
+    a: &Arc<dyn kvapi::AsyncEngine>,
+    reqs: Vec<Request>,
+) -> Vec<kvapi::Result<Reply>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let n = reqs.len();
+    for (i, r) in reqs.into_iter().enumerate() {
+        let tx = tx.clone();
+        a.submit(
+            r,
+            Box::new(move |res| {
+                tx.send((i, res)).unwrap();
+            }),
+        );
+    }
+    let mut out: Vec<Option<kvapi::Result<Reply>>> = (0..n).map(|_| None).collect();
+    for _ in 0..n {
+        let (i, r) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a request was never answered");
+        out[i] = Some(r);
+    }
+    out.into_iter().map(Option::unwrap).collect()
 }
