@@ -103,12 +103,10 @@ impl PageCache {
         };
         let mut frames = PageMem::new(cap as usize, huge)
             .map_err(|e| Error::io("mapping the page cache's frames", e))?;
-        // One write per page makes it resident; black_box keeps the writes of a
-        // value the kernel already zeroed.
         let touch = touch.min(cap);
-        for i in (0..touch as usize * PAGE).step_by(PAGE) {
-            frames[i] = std::hint::black_box(0);
-        }
+        frames
+            .populate(0..touch as usize)
+            .map_err(|e| Error::io("making the page cache's frames resident", e))?;
         Ok(PageCache {
             frames,
             meta: vec![empty; cap as usize],
@@ -178,6 +176,24 @@ impl PageCache {
                 self.idle.push(victim);
             }
         }
+    }
+
+    /// Sets the limit to `limit` (at most the capacity), making the frames up to it
+    /// resident now, as at open, where a rise of the limit ([`PageCache::set_limit`])
+    /// leaves them to their first use: a cache set up in two steps, part of it
+    /// beside recovery and the rest once the index is known (`open.rs`).
+    pub fn fill_to(&mut self, limit: u32) -> Result<()> {
+        let limit = limit.min(self.cap);
+        // Frames are handed out in order (`used` of them so far, never past
+        // `touched` before it rises), so frames touched..limit have never held a page.
+        if limit > self.touched {
+            self.frames
+                .populate(self.touched as usize..limit as usize)
+                .map_err(|e| Error::io("making the page cache's frames resident", e))?;
+            self.touched = limit;
+        }
+        self.set_limit(limit);
+        Ok(())
     }
 
     fn bucket(&self, unit: Unit) -> usize {
@@ -424,5 +440,36 @@ mod tests {
         }
         assert_eq!(resident_frames(&c), 256);
         assert!(c.meta_bytes() <= 256 * META_PER_FRAME);
+    }
+
+    /// A cache set up in two steps (part of it beside recovery, the rest once the
+    /// index is known) holds the frames of its final limit, touched, and gives back
+    /// what is over it when the final limit is lower than the first.
+    #[test]
+    fn a_cache_filled_to_a_limit_holds_that_limit() {
+        let mut c = PageCache::with_limit(256, 32).unwrap();
+        c.fill_to(200).unwrap();
+        assert_eq!(
+            resident_frames(&c),
+            200,
+            "frames touched up to the new limit"
+        );
+        assert_eq!(c.resident_bytes(), 200 * PAGE as u64);
+        for i in 0..300u64 {
+            c.put(Unit(i), &vec![i as u8; PAGE]);
+        }
+        assert_eq!(resident_frames(&c), 200);
+        assert_eq!(c.get(Unit(299)).unwrap()[0], 299u64 as u8);
+        assert!(c.get(Unit(99)).is_none(), "evicted at the limit");
+        let mut d = PageCache::with_limit(256, 100).unwrap();
+        d.fill_to(40).unwrap();
+        assert_eq!(
+            resident_frames(&d),
+            40,
+            "frames over the lower limit given back"
+        );
+        assert_eq!(d.resident_bytes(), 40 * PAGE as u64);
+        d.fill_to(1000).unwrap();
+        assert_eq!(resident_frames(&d), 256, "at most the capacity");
     }
 }

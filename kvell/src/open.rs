@@ -15,7 +15,7 @@ use crate::route::{Shared, WorkerHandle};
 use crate::scan;
 use crate::stats::Stats;
 use crate::worker::{Parts, Worker};
-use crate::{index, layout, recovery};
+use crate::{index, layout, recovery, slab};
 use kvapi::{DirLock, EngineInfo, Error, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Sender, sync_channel};
@@ -42,8 +42,15 @@ struct WorkerOpened {
     bytes: u64,
     /// What recovery repaired (counted and described).
     repairs: Repairs,
-    /// Time to allocate and touch its page cache (during recovery, in parallel).
+    /// Time to allocate and touch its page cache (during recovery, in parallel), and
+    /// of it the part after recovery, in series (under a budget: `fill_to`).
     cache_us: u64,
+    cache_after_us: u64,
+    /// Recovery's time reading and checking the slabs, and after it (newest copies,
+    /// repairs, index build): `Recovered::scan_us`, `index_us`.
+    scan_us: u64,
+    scan_cpu_us: u64,
+    index_us: u64,
 }
 
 /// Opens (creating or recovering) the engine's directories and starts its threads.
@@ -95,6 +102,7 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     let mut recovery_bytes = 0;
     let mut repairs = Repairs::default();
     let mut cache_setup_us = 0;
+    let (mut scan_us, mut scan_cpu_us, mut index_us, mut cache_after_us) = (0, 0, 0, 0);
     for (h, ready) in opening {
         match ready.recv() {
             Ok(Ok(o)) => {
@@ -102,6 +110,10 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
                 repairs.merge(workers.len(), o.repairs);
                 // Workers set up their caches in parallel.
                 cache_setup_us = cache_setup_us.max(o.cache_us);
+                scan_us = scan_us.max(o.scan_us);
+                cache_after_us = cache_after_us.max(o.cache_after_us);
+                scan_cpu_us = scan_cpu_us.max(o.scan_cpu_us);
+                index_us = index_us.max(o.index_us);
             }
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);
@@ -134,6 +146,18 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
         .push(("recovery_stale".into(), repairs.stale.to_string()));
     info.settings
         .push(("cache_setup_us".into(), cache_setup_us.to_string()));
+    // The slowest worker's parts of recovery_us (workers run in parallel): where an
+    // open's time goes (issue 18: recovery against the disk's sequential reads).
+    info.settings
+        .push(("recovery_scan_us".into(), scan_us.to_string()));
+    info.settings
+        .push(("recovery_scan_cpu_us".into(), scan_cpu_us.to_string()));
+    info.settings.push((
+        "cache_setup_after_recovery_us".into(),
+        cache_after_us.to_string(),
+    ));
+    info.settings
+        .push(("recovery_index_us".into(), index_us.to_string()));
     let (scan_tx, scan_rx) = std::sync::mpsc::channel();
     let s2 = shared.clone();
     let tx2 = scan_tx.clone();
@@ -166,65 +190,81 @@ fn open_worker(
 ) -> Result<(Worker, WorkerOpened)> {
     let dir = cfg.dir_of(w);
     let mut io = cfg.backend()?;
-    let (mut rec, (cache, cache_us)) = match cfg.budget() {
-        // Under a budget the cache is set up after recovery: recovery's key map is
-        // freed by then, and the index is known, so only the frames the budget
-        // leaves beside it are touched (the others stay out of memory).
+    let (mut rec, (cache, cache_us), cache_after_us) = match cfg.budget() {
+        // Under a budget the cache is set up in two steps: beside recovery (by a
+        // helper thread, while this one waits for its reads), the frames the budget
+        // leaves besides an upper bound of what recovery holds (`recovery_bound`);
+        // after it, once its key map is freed and the index known, the rest of what
+        // the budget leaves (`PageCache::fill_to`), or it gives back what is over.
         Some(b) => {
-            let rec = recovery::recover(
-                io.as_mut(),
-                &dir,
-                w,
-                cfg.freelist,
-                cfg.format(),
-                cfg.atomic_write,
-            )
-            .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r))?;
-            let t = Instant::now();
-            // The key map recovery freed leaves the heap before the cache is touched.
-            crate::io::pagemem::trim_heap();
             let cap = b.cache_frames();
+            let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
+            let (rec, (mut c, early_us)) = std::thread::scope(|s| {
+                let cache = std::thread::Builder::new()
+                    .name(format!("kvell-cache-{w}"))
+                    .spawn_scoped(s, || {
+                        let t = Instant::now();
+                        PageCache::with_limit(cap, early)
+                            .map(|c| (c, t.elapsed().as_micros() as u64))
+                    });
+                let rec = recovery::recover(
+                    io.as_mut(),
+                    &dir,
+                    w,
+                    cfg.freelist,
+                    cfg.format(),
+                    cfg.atomic_write,
+                )
+                .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
+                let cache = join_cache(cache);
+                rec.and_then(|r| cache.map(|c| (r, c)))
+            })?;
+            let t = Instant::now();
+            // The key map recovery freed leaves the heap before more is touched.
+            crate::io::pagemem::trim_heap();
             let free = rec.slabs.iter().map(|s| s.free.bytes()).sum();
             let index = rec.index.bytes();
             let other = index + cap as u64 * META_PER_FRAME + worker_other(index, free);
-            let c = PageCache::with_limit(cap, b.cache_limit(other))?;
-            (rec, (c, t.elapsed().as_micros() as u64))
+            c.fill_to(b.cache_limit(other))?;
+            let after_us = t.elapsed().as_micros() as u64;
+            (rec, (c, early_us + after_us), after_us)
         }
         // The cache is touched (see `PageCache::new`) by a helper thread while this
         // one scans the slabs: recovery waits for its reads, the touching is kernel
         // work.
-        None => std::thread::scope(|s| {
-            let cache = std::thread::Builder::new()
-                .name(format!("kvell-cache-{w}"))
-                .spawn_scoped(s, || {
-                    let t = Instant::now();
-                    PageCache::new(cache_bytes).map(|c| (c, t.elapsed().as_micros() as u64))
-                });
-            // From here on the slabs change: the record says "open" until a clean
-            // close.
-            let rec = recovery::recover(
-                io.as_mut(),
-                &dir,
-                w,
-                cfg.freelist,
-                cfg.format(),
-                cfg.atomic_write,
-            )
-            .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
-            let cache = match cache {
-                Ok(h) => h
-                    .join()
-                    .map_err(|_| Error::Engine("setting up the page cache panicked".into()))
-                    .and_then(|c| c),
-                Err(e) => Err(Error::io("spawning the page-cache thread", e)),
-            };
-            rec.and_then(|r| cache.map(|c| (r, c)))
-        })?,
+        None => {
+            let (rec, c) = std::thread::scope(|s| {
+                let cache = std::thread::Builder::new()
+                    .name(format!("kvell-cache-{w}"))
+                    .spawn_scoped(s, || {
+                        let t = Instant::now();
+                        PageCache::new(cache_bytes).map(|c| (c, t.elapsed().as_micros() as u64))
+                    });
+                // From here on the slabs change: the record says "open" until a clean
+                // close.
+                let rec = recovery::recover(
+                    io.as_mut(),
+                    &dir,
+                    w,
+                    cfg.freelist,
+                    cfg.format(),
+                    cfg.atomic_write,
+                )
+                .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
+                let cache = join_cache(cache);
+                rec.and_then(|r| cache.map(|c| (r, c)))
+            })?;
+            (rec, c, 0)
+        }
     };
     let opened = WorkerOpened {
         bytes: rec.bytes_read,
         repairs: std::mem::take(&mut rec.repairs),
         cache_us,
+        cache_after_us,
+        scan_us: rec.scan_us,
+        scan_cpu_us: rec.scan_cpu_us,
+        index_us: rec.index_us,
     };
     let index_bytes = rec.index.bytes();
     *index::lock(&index)? = rec.index;
@@ -240,4 +280,46 @@ fn open_worker(
         index_bytes,
     };
     Ok((Worker::new(parts, cfg), opened))
+}
+
+/// The page cache a helper thread set up, or why there is none.
+fn join_cache(
+    cache: std::io::Result<std::thread::ScopedJoinHandle<'_, Result<(PageCache, u64)>>>,
+) -> Result<(PageCache, u64)> {
+    match cache {
+        Ok(h) => h
+            .join()
+            .map_err(|_| Error::Engine("setting up the page cache panicked".into()))
+            .and_then(|c| c),
+        Err(e) => Err(Error::io("spawning the page-cache thread", e)),
+    }
+}
+
+/// Bytes recovery holds at most at once for each slot of its slabs: its copy of the
+/// key (48, `slab_scan::Found`), the key's index entry with the allocator's overhead
+/// on it (at most 40 for an inline key of 24 bytes, a 8-byte location and the varints
+/// of a block entry), and a free-list or stale-copy entry (8).
+const RECOVERY_PER_SLOT: u64 = 48 + 40 + 8;
+
+/// Recovery's read-ahead buffers and what else it holds whatever the slabs hold.
+const RECOVERY_FIXED: u64 = 8 << 20;
+
+/// An upper bound of what recovery of worker `w` holds at once, from the lengths of
+/// its slab files in `dir` (a slot per `slab::unit_len`, or `per_page` of them in a
+/// page of a small class; a file that is not there holds nothing): what the page
+/// cache leaves beside it while recovery runs. Keys too long to be inline are rare
+/// and not bounded here; the budget's second step (`fill_to`) takes back what is
+/// over once the index is known.
+fn recovery_bound(dir: &std::path::Path, w: usize) -> u64 {
+    let mut slots = 0;
+    for class in 0..slab::NCLASS {
+        let len = std::fs::metadata(dir.join(slab::file_name(w, class))).map_or(0, |m| m.len());
+        let per = if slab::is_large(class) {
+            1
+        } else {
+            slab::per_page(class) as u64
+        };
+        slots += len / slab::unit_len(class) as u64 * per;
+    }
+    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED
 }
