@@ -27,8 +27,9 @@ pub(super) struct DeviceArgs {
     #[arg(long, default_value_t = 0.5)]
     pub(super) mix: f64,
     /// Rings (each driven by a thread of its own, the I/Os in flight spread over
-    /// them) to try at each random point, comma-separated; each point keeps the count
-    /// that did the most I/Os and the result says which (`jobs`).
+    /// them; a sequential pattern gives each ring its own stretch of the file) to try
+    /// at each point, comma-separated; each point keeps the count that did the most
+    /// I/Os and the result says which (`jobs`).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub(super) jobs: Vec<usize>,
     /// Patterns to measure, comma-separated (seqread, randread, seqwrite, randwrite,
