@@ -147,15 +147,11 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         }
         last = pat;
         // Sequential points try the ring counts too (each ring its own stretch of the
-        // file): one ring of 8 x 1 MiB read 1.3-1.5 GiB/s where KVell's recovery, two
-        // rings of 2 x 2 MiB, read 2.2 GiB/s in the same hour (results/kvell-4m/
-        // recovery), so one ring understated the disk's sequential reads.
+        // file): one ring of 8 x 1 MiB read a third less than KVell's recovery, two
+        // rings of 2 x 2 MiB, in the same hour (scripts/kvell-recovery, 2026-12-04),
+        // so one ring understated the disk's sequential reads.
         let one = [1];
-        let tries: &[usize] = if c.jobs.is_empty() {
-            &one
-        } else {
-            &c.jobs
-        };
+        let tries: &[usize] = if c.jobs.is_empty() { &one } else { &c.jobs };
         let mut best: Option<ProbePoint> = None;
         for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
             let spec = PointSpec {
