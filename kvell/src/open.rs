@@ -199,25 +199,8 @@ fn open_worker(
         Some(b) => {
             let cap = b.cache_frames();
             let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
-            let (rec, (mut c, early_us)) = std::thread::scope(|s| {
-                let cache = std::thread::Builder::new()
-                    .name(format!("kvell-cache-{w}"))
-                    .spawn_scoped(s, || {
-                        let t = Instant::now();
-                        PageCache::with_limit(cap, early)
-                            .map(|c| (c, t.elapsed().as_micros() as u64))
-                    });
-                let rec = recovery::recover(
-                    io.as_mut(),
-                    &dir,
-                    w,
-                    cfg.freelist,
-                    cfg.format(),
-                    cfg.atomic_write,
-                )
-                .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
-                let cache = join_cache(cache);
-                rec.and_then(|r| cache.map(|c| (r, c)))
+            let (rec, (mut c, early_us)) = recover_beside(io.as_mut(), &dir, w, cfg, || {
+                PageCache::with_limit(cap, early)
             })?;
             let t = Instant::now();
             // The key map recovery freed leaves the heap before more is touched.
@@ -233,27 +216,8 @@ fn open_worker(
         // one scans the slabs: recovery waits for its reads, the touching is kernel
         // work.
         None => {
-            let (rec, c) = std::thread::scope(|s| {
-                let cache = std::thread::Builder::new()
-                    .name(format!("kvell-cache-{w}"))
-                    .spawn_scoped(s, || {
-                        let t = Instant::now();
-                        PageCache::new(cache_bytes).map(|c| (c, t.elapsed().as_micros() as u64))
-                    });
-                // From here on the slabs change: the record says "open" until a clean
-                // close.
-                let rec = recovery::recover(
-                    io.as_mut(),
-                    &dir,
-                    w,
-                    cfg.freelist,
-                    cfg.format(),
-                    cfg.atomic_write,
-                )
-                .and_then(|mut r| r.mark_open(io.as_mut()).map(|()| r));
-                let cache = join_cache(cache);
-                rec.and_then(|r| cache.map(|c| (r, c)))
-            })?;
+            let (rec, c) =
+                recover_beside(io.as_mut(), &dir, w, cfg, || PageCache::new(cache_bytes))?;
             (rec, c, 0)
         }
     };
@@ -282,17 +246,35 @@ fn open_worker(
     Ok((Worker::new(parts, cfg), opened))
 }
 
-/// The page cache a helper thread set up, or why there is none.
-fn join_cache(
-    cache: std::io::Result<std::thread::ScopedJoinHandle<'_, Result<(PageCache, u64)>>>,
-) -> Result<(PageCache, u64)> {
-    match cache {
-        Ok(h) => h
-            .join()
-            .map_err(|_| Error::Engine("setting up the page cache panicked".into()))
-            .and_then(|c| c),
-        Err(e) => Err(Error::io("spawning the page-cache thread", e)),
-    }
+/// Recovers worker `w` from `dir` and marks its record open (from here on the slabs
+/// change: the record says "open" until a clean close), while a helper thread sets
+/// up its page cache with `setup` (recovery waits for its reads, the touching is
+/// kernel work); the cache comes back with the microseconds its setup took.
+fn recover_beside(
+    io: &mut dyn crate::io::Backend,
+    dir: &std::path::Path,
+    w: usize,
+    cfg: &Config,
+    setup: impl FnOnce() -> Result<PageCache> + Send,
+) -> Result<(recovery::Recovered, (PageCache, u64))> {
+    std::thread::scope(|s| {
+        let cache = std::thread::Builder::new()
+            .name(format!("kvell-cache-{w}"))
+            .spawn_scoped(s, || {
+                let t = Instant::now();
+                setup().map(|c| (c, t.elapsed().as_micros() as u64))
+            });
+        let rec = recovery::recover(io, dir, w, cfg.freelist, cfg.format(), cfg.atomic_write)
+            .and_then(|mut r| r.mark_open(io).map(|()| r));
+        let cache = match cache {
+            Ok(h) => h
+                .join()
+                .map_err(|_| Error::Engine("setting up the page cache panicked".into()))
+                .and_then(|c| c),
+            Err(e) => Err(Error::io("spawning the page-cache thread", e)),
+        };
+        rec.and_then(|r| cache.map(|c| (r, c)))
+    })
 }
 
 /// Bytes recovery holds at most at once for each slot of its slabs: its copy of the

@@ -10,5 +10,5 @@ mod repair;
 mod report;
 mod slab_scan;
 
-pub(crate) use recover::recover;
+pub(crate) use recover::{Recovered, recover};
 pub(crate) use report::Repairs;
