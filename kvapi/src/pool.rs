@@ -13,11 +13,12 @@ type Job = (Request, Completion);
 /// Tried and dropped (2026-12-04): a hand-off of each request to an idle thread (a
 /// slot and a condition variable per thread, a queue only while none is idle), to
 /// avoid the threads' convoy on the shared receiver. In `scripts/driver-bench --bins`
-/// against this one, alternating, it was 2.3x slower (sled in the OS page cache, YCSB
-/// C: 216K against 487K ops/s, 7.9 against 3.1 us of CPU per operation; YCSB A: 82K
-/// against 184K): every request paid a whole sleep and wake-up, where the channel's
-/// receiver spins a little before it parks. `--qd` drives such engines with
-/// closed-loop threads by default; this adapter is `--adapter pool`.
+/// against this one, alternating (results/driver/pool-handoff-tried.md), it was 2.3x
+/// slower (sled in the OS page cache, YCSB C: 216K against 487K ops/s, 7.9 against
+/// 3.1 us of CPU per operation; YCSB A: 82K against 184K): every request paid a
+/// whole sleep and wake-up, where the channel's receiver spins a little before it
+/// parks. `--qd` drives such engines with closed-loop threads by default; this
+/// adapter is `--adapter pool`.
 pub struct PoolAdapter {
     tx: Mutex<Option<SyncSender<Job>>>,
     threads: Vec<JoinHandle<()>>,
