@@ -101,13 +101,9 @@ impl PageCache {
             next: NIL,
             chain: NIL,
         };
-        let mut frames = PageMem::new(cap as usize, huge)
+        let frames = PageMem::new(cap as usize, huge)
             .map_err(|e| Error::io("mapping the page cache's frames", e))?;
-        let touch = touch.min(cap);
-        frames
-            .populate(0..touch as usize)
-            .map_err(|e| Error::io("making the page cache's frames resident", e))?;
-        Ok(PageCache {
+        let mut c = PageCache {
             frames,
             meta: vec![empty; cap as usize],
             buckets: vec![NIL; nb],
@@ -116,12 +112,27 @@ impl PageCache {
             cap,
             limit: cap,
             live: 0,
-            touched: touch,
+            touched: 0,
             released: Vec::new(),
             idle: Vec::new(),
             head: NIL,
             tail: NIL,
-        })
+        };
+        c.touch_to(touch.min(cap))?;
+        Ok(c)
+    }
+
+    /// Makes frames `touched..n` resident. Frames are handed out in order (`used` of
+    /// them so far, never past `touched` before it rises), so those have never held
+    /// a page.
+    fn touch_to(&mut self, n: u32) -> Result<()> {
+        if n > self.touched {
+            self.frames
+                .populate(self.touched as usize..n as usize)
+                .map_err(|e| Error::io("making the page cache's frames resident", e))?;
+            self.touched = n;
+        }
+        Ok(())
     }
 
     /// Frames the cache may hold now.
@@ -184,14 +195,7 @@ impl PageCache {
     /// beside recovery and the rest once the index is known (`open.rs`).
     pub fn fill_to(&mut self, limit: u32) -> Result<()> {
         let limit = limit.min(self.cap);
-        // Frames are handed out in order (`used` of them so far, never past
-        // `touched` before it rises), so frames touched..limit have never held a page.
-        if limit > self.touched {
-            self.frames
-                .populate(self.touched as usize..limit as usize)
-                .map_err(|e| Error::io("making the page cache's frames resident", e))?;
-            self.touched = limit;
-        }
+        self.touch_to(limit)?;
         self.set_limit(limit);
         Ok(())
     }

@@ -42,16 +42,16 @@ struct WorkerOpened {
     bytes: u64,
     /// What recovery repaired (counted and described).
     repairs: Repairs,
-    /// Time to allocate and touch its page cache (during recovery, in parallel), and
-    /// of it the part after recovery, in series (under a budget: `fill_to`).
-    cache_us: u64,
-    cache_after_us: u64,
-    /// Recovery's time reading and checking the slabs, and after it (newest copies,
-    /// repairs, index build): `Recovered::scan_us`, `index_us`.
-    scan_us: u64,
-    scan_cpu_us: u64,
-    index_us: u64,
+    /// Its open's times, in microseconds, by the names the engine reports them under
+    /// (`EngineInfo.settings`): the page cache's setup (beside recovery, in
+    /// parallel) and of it the part after recovery, in series (under a budget:
+    /// `fill_to`); recovery's scan of the slabs, the worker's CPU time during it, and
+    /// what follows it (newest copies, repairs, index build: `Recovered`).
+    times: Times,
 }
+
+/// A worker's open times: (name, microseconds).
+type Times = [(&'static str, u64); 5];
 
 /// Opens (creating or recovering) the engine's directories and starts its threads.
 pub(crate) fn open(cfg: Config) -> Result<Opened> {
@@ -101,19 +101,22 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     let mut first_err = None;
     let mut recovery_bytes = 0;
     let mut repairs = Repairs::default();
-    let mut cache_setup_us = 0;
-    let (mut scan_us, mut scan_cpu_us, mut index_us, mut cache_after_us) = (0, 0, 0, 0);
+    let mut times: Option<Times> = None;
     for (h, ready) in opening {
         match ready.recv() {
             Ok(Ok(o)) => {
                 recovery_bytes += o.bytes;
                 repairs.merge(workers.len(), o.repairs);
-                // Workers set up their caches in parallel.
-                cache_setup_us = cache_setup_us.max(o.cache_us);
-                scan_us = scan_us.max(o.scan_us);
-                cache_after_us = cache_after_us.max(o.cache_after_us);
-                scan_cpu_us = scan_cpu_us.max(o.scan_cpu_us);
-                index_us = index_us.max(o.index_us);
+                // Workers open in parallel: each time is the slowest worker's.
+                times = Some(match times {
+                    None => o.times,
+                    Some(mut t) => {
+                        for (a, b) in t.iter_mut().zip(o.times) {
+                            a.1 = a.1.max(b.1);
+                        }
+                        t
+                    }
+                });
             }
             Ok(Err(e)) => {
                 first_err.get_or_insert(e);
@@ -144,20 +147,11 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
         .push(("recovery_holes".into(), repairs.holes.to_string()));
     info.settings
         .push(("recovery_stale".into(), repairs.stale.to_string()));
-    info.settings
-        .push(("cache_setup_us".into(), cache_setup_us.to_string()));
-    // The slowest worker's parts of recovery_us (workers run in parallel): where an
-    // open's time goes (issue 18: recovery against the disk's sequential reads).
-    info.settings
-        .push(("recovery_scan_us".into(), scan_us.to_string()));
-    info.settings
-        .push(("recovery_scan_cpu_us".into(), scan_cpu_us.to_string()));
-    info.settings.push((
-        "cache_setup_after_recovery_us".into(),
-        cache_after_us.to_string(),
-    ));
-    info.settings
-        .push(("recovery_index_us".into(), index_us.to_string()));
+    // The parts of recovery_us, and the cache's setup: where an open's time goes
+    // (issue 18: recovery against the disk's sequential reads).
+    for (name, us) in times.into_iter().flatten() {
+        info.settings.push((name.into(), us.to_string()));
+    }
     let (scan_tx, scan_rx) = std::sync::mpsc::channel();
     let s2 = shared.clone();
     let tx2 = scan_tx.clone();
@@ -224,11 +218,13 @@ fn open_worker(
     let opened = WorkerOpened {
         bytes: rec.bytes_read,
         repairs: std::mem::take(&mut rec.repairs),
-        cache_us,
-        cache_after_us,
-        scan_us: rec.scan_us,
-        scan_cpu_us: rec.scan_cpu_us,
-        index_us: rec.index_us,
+        times: [
+            ("cache_setup_us", cache_us),
+            ("recovery_scan_us", rec.scan_us),
+            ("recovery_scan_cpu_us", rec.scan_cpu_us),
+            ("cache_setup_after_recovery_us", cache_after_us),
+            ("recovery_index_us", rec.index_us),
+        ],
     };
     let index_bytes = rec.index.bytes();
     *index::lock(&index)? = rec.index;

@@ -29,7 +29,7 @@ const RUN: usize = 1 << 15;
 /// The order that decides which copy of a key is kept: by key, then the newest
 /// first, then (equal timestamps) the first scanned (a `Loc` orders as the scan went:
 /// class, then slot). A total order: no two copies share a location.
-fn copy_order(a: &Found, b: &Found) -> Ordering {
+fn copy_order<K: Ord>(a: &(K, Loc, u64), b: &(K, Loc, u64)) -> Ordering {
     a.0.cmp(&b.0)
         .then_with(|| b.2.cmp(&a.2))
         .then_with(|| a.1.0.cmp(&b.1.0))
@@ -66,8 +66,7 @@ pub(super) struct Scan {
     /// `found` is sorted in runs as the scan goes, while the next read is in flight
     /// (the worker's CPU is mostly idle then: 0.4 of 3 s per 2M items measured), so
     /// that what is left after the scan is a merge of the runs, not a sort of all
-    /// copies: `found[..sorted]` is the runs, `runs` where each ends.
-    sorted: usize,
+    /// copies: where each run ends (the last end is where the unsorted copies begin).
     runs: Vec<usize>,
     /// Copies a run waits for before it is sorted (`RUN`; smaller in tests).
     run_len: usize,
@@ -108,7 +107,6 @@ impl Scan {
             found: MappedVec::new()
                 .map_err(|e| Error::io("mapping recovery's list of items", e))?,
             found_long: Vec::new(),
-            sorted: 0,
             runs: Vec::new(),
             run_len: RUN,
             stale: Vec::new(),
@@ -227,11 +225,10 @@ impl Scan {
     /// Sorts the copies found since the last run into a run of their own, if there
     /// are at least `min` of them.
     fn sort_run(&mut self, min: usize) {
-        let n = self.found.len();
-        if n > self.sorted && n - self.sorted >= min {
-            self.found.as_mut_slice()[self.sorted..n].sort_unstable_by(copy_order);
+        let (n, sorted) = (self.found.len(), self.runs.last().copied().unwrap_or(0));
+        if n > sorted && n - sorted >= min {
+            self.found.as_mut_slice()[sorted..n].sort_unstable_by(copy_order);
             self.runs.push(n);
-            self.sorted = n;
         }
     }
 
@@ -337,13 +334,8 @@ impl Scan {
             MappedVec::new().map_err(|e| Error::io("mapping recovery's list of items", e))?,
         );
         let runs = std::mem::take(&mut self.runs);
-        self.sorted = 0;
         let mut long = std::mem::take(&mut self.found_long);
-        long.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0)
-                .then_with(|| b.2.cmp(&a.2))
-                .then_with(|| a.1.0.cmp(&b.1.0))
-        });
+        long.sort_unstable_by(copy_order);
         let stale = &mut self.stale;
         long.dedup_by(|later, kept| {
             let dup = later.0 == kept.0;
