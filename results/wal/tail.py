@@ -30,6 +30,8 @@ def fmt(x, spec):
 rows = []
 engines_seen = []
 commits = set()
+# each engine's durability and memory budget, as its result files state them
+settings = {}
 for d in sorted(glob.glob(os.path.join(root, '*'))):
     if not os.path.isdir(d):
         continue
@@ -40,6 +42,10 @@ for d in sorted(glob.glob(os.path.join(root, '*'))):
     wal = None
     for eng, f in sorted(files.items()):
         r = json.load(open(f))
+        e = r.get('engine', {})
+        settings.setdefault(eng, set()).add(
+            (e.get('durability', '?'), e.get('durability_setting', '?'),
+             (r.get('memory') or {}).get('budget_bytes')))
         run = next((p for p in r.get('phases', []) if p.get('phase') == 'run'), None)
         if run is None:
             slow[eng] = 'killed' if r.get('memory', {}).get('killed_at_limit') else '-'
@@ -76,6 +82,10 @@ lines = [
     'or for dirty pages to be written (`admission_max_wait_us`); both since the engine '
     'opened (load, warm-up and run). Slowest operation: the run\'s maximum latency over '
     'every operation type, per engine, in the same run.',
+    'Durability and memory budget, as the result files state them: '
+    + '; '.join(f'{eng}: ' + ', '.join(f'class {c} ({st}), budget {b:,} bytes' if b else f'class {c} ({st}), no budget'
+                                       for c, st, b in sorted(v, key=str))
+                for eng, v in sorted(settings.items())) + '.',
     '',
     '| workload | WAL ops/s | WAL used / budget (highest phase) | checkpoints in the run | checkpoint hold (ms) '
     '| admission wait (ms) | WAL slowest op (ms) | ' + ' | '.join(f'{e} slowest op (ms)' for e in others) + ' |',
