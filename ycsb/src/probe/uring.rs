@@ -5,10 +5,13 @@
 //! `COOP_TASKRUN` (no interrupt of the task for each completion),
 //! `SINGLE_ISSUER | DEFER_TASKRUN` (completions are run in a batch when the task asks
 //! for them, not from an interrupt), a completion queue as deep as the submission
-//! queue, non-vectored `READ`/`WRITE`. Each loop submits the I/Os refilled from the
-//! last batch and waits for at least one completion in one `io_uring_enter`, takes one
-//! clock reading per batch, and reaps the completion queue in place (no allocation
-//! per loop). The file is registered with the ring (`IOSQE_FIXED_FILE`: no file
+//! queue, non-vectored `READ`/`WRITE`. Each loop waits for at least one completion,
+//! takes one clock reading per batch, reaps the completion queue in place (no
+//! allocation per loop) and submits each refill by itself as soon as it is queued, as
+//! fio does at its default `iodepth_batch_submit=1`. Handing the refills of a batch
+//! over in one `io_uring_enter` instead was slower at queue depths 16 and 64 on the
+//! development VM's virtio disk, by more than the 5% the probe may differ from fio
+//! (results/device/submit-each-tried.md: fio and both forms alternating). The file is registered with the ring (`IOSQE_FIXED_FILE`: no file
 //! lookup per I/O); the buffers are not (fio's default, `fixedbufs` off).
 #![expect(
     unsafe_code,
@@ -248,6 +251,10 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
                     Ok(()) => {
                         starts[slot] = now;
                         in_flight += 1;
+                        // handed to the kernel at once, by itself (see the module's note);
+                        // a failed submit leaves it queued for the next io_uring_enter
+                        sq.sync();
+                        let _ = submitter.submit();
                     }
                     Err(_) => failed = Some(Error::failed("submission queue full")),
                 }
