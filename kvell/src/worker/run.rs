@@ -56,13 +56,7 @@ impl Worker {
             // hold the indexed key, with no write pending: after a failed write)
             // must not wait for a completion that may never come.
             self.run_deferred();
-            self.queue.submit(
-                self.io.as_mut(),
-                &mut self.units,
-                &self.slabs,
-                &self.stats,
-                &self.poison,
-            );
+            self.submit_queued();
             if self.queue.inflight() > 0 {
                 let wait =
                     !got || self.ops.active() >= max_active || closing.is_some() || disconnected;
@@ -78,13 +72,7 @@ impl Worker {
                 // Safe: a queued I/O's unit has no other I/O in flight (`units.rs`),
                 // so handling these completions first could not change it.
                 if !done.is_empty() && self.queue.has_queued() {
-                    self.queue.submit(
-                        self.io.as_mut(),
-                        &mut self.units,
-                        &self.slabs,
-                        &self.stats,
-                        &self.poison,
-                    );
+                    self.submit_queued();
                 }
                 for d in done.drain(..) {
                     self.complete(d);
@@ -102,6 +90,17 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// Hands the queued I/O to the backend while under the queue depth.
+    fn submit_queued(&mut self) {
+        self.queue.submit(
+            self.io.as_mut(),
+            &mut self.units,
+            &self.slabs,
+            &self.stats,
+            &self.poison,
+        );
     }
 
     /// Every request is finished: syncs every slab and, if all is well, records
