@@ -189,9 +189,9 @@ impl IoQueue {
         done
     }
 
-    /// One I/O in flight completed.
-    pub(super) fn completed(&mut self) {
-        self.inflight -= 1;
+    /// `n` I/Os in flight completed.
+    pub(super) fn completed(&mut self, n: usize) {
+        self.inflight -= n;
     }
 
     /// The completions vector, drained, for the next reap.

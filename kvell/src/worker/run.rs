@@ -63,9 +63,7 @@ impl Worker {
                 let mut done = self
                     .queue
                     .reap(self.io.as_mut(), wait, &self.stats, &self.poison);
-                for _ in &done {
-                    self.queue.completed();
-                }
+                self.queue.completed(done.len());
                 // The I/O already queued goes to the device as soon as slots are free,
                 // before the completions' CPU work (parsing, checksums, replies), so
                 // that the disk keeps `queue_depth` I/Os rather than waiting for it.
