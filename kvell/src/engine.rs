@@ -277,7 +277,7 @@ mod tests {
                 .map(|i| {
                     let tx = tx.clone();
                     let done = Done::new(move |r| tx.send(r.is_ok()).expect("send"));
-                    (WReq::Put(key(i), val(i)), done)
+                    (WReq::Put(key(i), val(i)), None, done)
                 })
                 .collect();
             kv.shared.send_many(0, ops);

@@ -2,6 +2,7 @@
 //! that answers it ([`Done`]), inside a message ([`Msg`]) on the worker's bounded
 //! queue.
 
+use crate::slab::Loc;
 use kvapi::{Error, Reply, Result};
 use std::sync::mpsc::Sender;
 
@@ -49,8 +50,10 @@ impl WReq {
 /// A message on a worker's queue.
 pub(crate) enum Msg {
     Op(WReq, Done),
-    /// Several requests in one message (the reads of a scan).
-    Ops(Vec<(WReq, Done)>),
+    /// Several requests in one message (the reads of a scan), each get with the
+    /// location the scan's walk of the index found for its key, if any (see
+    /// `Op::at`).
+    Ops(Vec<(WReq, Option<Loc>, Done)>),
     /// Finish every request, sync, record a clean close, and answer.
     Close(Sender<Result<()>>),
 }

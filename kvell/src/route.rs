@@ -4,6 +4,7 @@
 
 use crate::index::Index;
 use crate::request::{Done, Msg, WReq};
+use crate::slab::Loc;
 use crate::stats::Stats;
 use kvapi::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -55,17 +56,17 @@ impl Shared {
     }
 
     /// Sends several requests of one worker in one message.
-    pub(crate) fn send_many(&self, w: usize, ops: Vec<(WReq, Done)>) {
+    pub(crate) fn send_many(&self, w: usize, ops: Vec<(WReq, Option<Loc>, Done)>) {
         if self.closed.load(Relaxed) {
             return ops
                 .into_iter()
-                .for_each(|(_, d)| d.call(Err(Error::Closed)));
+                .for_each(|(_, _, d)| d.call(Err(Error::Closed)));
         }
         if let Err(e) = self.workers[w].tx.send(Msg::Ops(ops))
             && let Msg::Ops(ops) = e.0
         {
             ops.into_iter()
-                .for_each(|(_, d)| d.call(Err(Error::Closed)));
+                .for_each(|(_, _, d)| d.call(Err(Error::Closed)));
         }
     }
 

@@ -1,9 +1,12 @@
 //! Scans, on one scan thread that runs many at once. A scan takes up to `count`
 //! keys >= start from every worker's index (each locked briefly), merges them and
-//! keeps the first `count`; then it reads the items through their workers (cache
-//! hits answered at once, misses batched into the workers' rings, a page wanted by
-//! several reads read once), with at most `in_flight` reads of that scan pending.
-//! No snapshot: a key deleted in between is skipped.
+//! keeps the first `count`, each with the location the index gave; then it reads the
+//! items through their workers at those locations (a worker checks that the slot
+//! still holds the key and asks its index only when it does not, as the C code reads
+//! by the location its index scan returned; cache hits answered at once, misses
+//! batched into the workers' rings, a page wanted by several reads read once), with
+//! at most `in_flight` reads of that scan pending. No snapshot: a key deleted in
+//! between is skipped, and each value is one the key held during the scan.
 //!
 //! The thread never waits for a scan's reads: it sends each worker the reads of a
 //! scan in one message, the replies of such a batch come back as one event on the
@@ -12,6 +15,7 @@
 
 use crate::request::{Done, WReq};
 use crate::route::Shared;
+use crate::slab::Loc;
 use kvapi::{Error, Pair, Reply, Result};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -39,7 +43,8 @@ struct Batch {
 }
 
 struct Scan {
-    keys: Vec<Vec<u8>>,
+    /// The keys and where the index walk found them.
+    keys: Vec<(Vec<u8>, Loc)>,
     values: Vec<Option<Vec<u8>>>,
     next: usize,
     pending: usize,
@@ -47,14 +52,15 @@ struct Scan {
     done: Done,
 }
 
-/// The first `count` keys >= `start` over all workers, in order.
-fn collect(shared: &Shared, start: &[u8], count: usize) -> Result<Vec<Vec<u8>>> {
-    let mut keys: Vec<Vec<u8>> = Vec::new();
+/// The first `count` keys >= `start` over all workers, in order, each with its
+/// location then.
+fn collect(shared: &Shared, start: &[u8], count: usize) -> Result<Vec<(Vec<u8>, Loc)>> {
+    let mut keys = Vec::new();
     for w in &shared.workers {
         let idx = crate::index::lock(&w.index)?;
-        keys.extend(idx.keys_from(start, count));
+        keys.extend(idx.entries_from(start, count));
     }
-    keys.sort_unstable();
+    keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     keys.truncate(count);
     Ok(keys)
 }
@@ -137,7 +143,7 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
             continue;
         };
         while s.next < s.keys.len() && s.pending < in_flight && s.err.is_none() {
-            batches[shared.worker_of(&s.keys[s.next])].push(s.next);
+            batches[shared.worker_of(&s.keys[s.next].0)].push(s.next);
             s.next += 1;
             s.pending += 1;
         }
@@ -164,7 +170,10 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                             let _ = tx.send(Event::Reads { scan: id, replies });
                         }
                     });
-                    (WReq::Get(s.keys[i].clone()), done)
+                    // The worker reads the slot the walk found and checks that it
+                    // still holds the key (else it asks its index): no second lookup.
+                    let (key, at) = &s.keys[i];
+                    (WReq::Get(key.clone()), Some(*at), done)
                 })
                 .collect();
             shared.send_many(w, ops);
@@ -181,7 +190,7 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                     .keys
                     .into_iter()
                     .zip(s.values)
-                    .filter_map(|(k, v)| v.map(|v| (k, v)))
+                    .filter_map(|((k, _), v)| v.map(|v| (k, v)))
                     .collect::<Vec<Pair>>()),
             };
             s.done.call(r.map(Reply::Pairs));

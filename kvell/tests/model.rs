@@ -220,6 +220,92 @@ fn async_mixed_in_flight_same_keys() {
     e.close().unwrap();
 }
 
+/// Scans among updates that change size class, deletes and re-inserts of the same
+/// few keys, all in flight together. A scan reads each item at the location its walk
+/// of the index found, which a move, a delete or a re-insert of another key may have
+/// changed by then: every pair must still be the key's own value, whole, in key
+/// order, and no scan may fail.
+#[test]
+fn async_scans_among_moves_and_deletes() {
+    let d = TempDir::new("kvell-scanmix");
+    let mut c = Config::new(d.path());
+    c.workers = 2;
+    c.cache_bytes = 16 * 4096;
+    c.freelist = 2;
+    let e = Kvell::open(c).unwrap();
+    let a = e.clone().native_async().unwrap();
+    let mut rng = Rng::new(9);
+    let (tx, rx) = std::sync::mpsc::channel::<Result<usize, String>>();
+    let n = 6000u64;
+    let keys = 24;
+    let tagged = |k: u64, v: u64, len: usize| {
+        let mut out = k.to_le_bytes().to_vec();
+        out.extend(v.to_le_bytes());
+        out.extend(value(k * 1000 + v, len));
+        out
+    };
+    let key_of = |k: u64| format!("scanmix-{k:02}").into_bytes();
+    for i in 0..n {
+        let k = rng.below(keys);
+        let tx = tx.clone();
+        match rng.below(10) {
+            0..=4 => {
+                let len = rng.value_len();
+                a.submit(
+                    kvapi::Request::Update {
+                        key: key_of(k),
+                        value: tagged(k, i, len),
+                    },
+                    Box::new(move |r| tx.send(r.map(|_| 0).map_err(|e| e.to_string())).unwrap()),
+                );
+            }
+            5 => a.submit(
+                kvapi::Request::Delete { key: key_of(k) },
+                Box::new(move |r| tx.send(r.map(|_| 0).map_err(|e| e.to_string())).unwrap()),
+            ),
+            _ => a.submit(
+                kvapi::Request::Scan {
+                    start: key_of(k),
+                    count: 8,
+                },
+                Box::new(move |r| {
+                    let ok = match r {
+                        Ok(kvapi::Reply::Pairs(pairs)) => pairs
+                            .windows(2)
+                            .all(|w| w[0].0 < w[1].0)
+                            .then_some(())
+                            .ok_or_else(|| "pairs out of order".to_string())
+                            .and_then(|()| {
+                                for (key, v) in &pairs {
+                                    let vk = u64::from_le_bytes(v[..8].try_into().unwrap());
+                                    let vi = u64::from_le_bytes(v[8..16].try_into().unwrap());
+                                    if *key != key_of(vk)
+                                        || vi >= n
+                                        || *v != tagged(vk, vi, v.len() - 16)
+                                    {
+                                        return Err(format!(
+                                            "scan gave {} the value of key {vk} version {vi}",
+                                            String::from_utf8_lossy(key)
+                                        ));
+                                    }
+                                }
+                                Ok(pairs.len())
+                            }),
+                        other => Err(format!("{other:?}")),
+                    };
+                    tx.send(ok).unwrap();
+                }),
+            ),
+        }
+    }
+    let mut scanned = 0;
+    for _ in 0..n {
+        scanned += rx.recv().unwrap().unwrap();
+    }
+    assert!(scanned > 1000, "scans found items ({scanned})");
+    e.close().unwrap();
+}
+
 #[ignore]
 #[test]
 fn model_long() {

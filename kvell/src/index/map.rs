@@ -352,14 +352,6 @@ impl Index {
         out
     }
 
-    /// Up to `n` keys >= `start`, in order.
-    pub(crate) fn keys_from(&self, start: &[u8], n: usize) -> Vec<Vec<u8>> {
-        self.entries_from(start, n)
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
-    }
-
     /// Estimated bytes of memory: the blocks as malloc rounds them, heap keys of the
     /// map, and the map's nodes (see `MAP_BYTES_PER_BLOCK`), checked against glibc's
     /// count of allocated bytes by the `memory_and_speed` test.

@@ -40,6 +40,13 @@ pub(super) struct Op {
     /// How this write holds its key in the worker's `keys` (released when it
     /// finishes).
     pub(super) hold: Hold,
+    /// For a get of a small item: where to look for its key without asking the
+    /// index, either the location a scan's walk of the index found, or the one this
+    /// get's own lookup found before it waited for that page's read or write. The
+    /// slot there is checked to hold the key; anything else (another item, a
+    /// tombstone, a damaged slot) sends the get to the index as if it had no hint.
+    /// Taken (reset to None) when used.
+    pub(super) at: Option<Loc>,
 }
 
 /// The requests a worker has taken in and not finished.
@@ -52,7 +59,7 @@ pub(super) struct Ops {
 
 impl Ops {
     /// Takes a request in; returns its id.
-    pub(super) fn admit(&mut self, req: WReq, done: Done) -> usize {
+    pub(super) fn admit(&mut self, req: WReq, at: Option<Loc>, done: Done) -> usize {
         let op = Op {
             req,
             done: Some(done),
@@ -60,6 +67,7 @@ impl Ops {
             counted: false,
             retried: false,
             hold: Hold::None,
+            at,
         };
         let id = match self.free.pop() {
             Some(i) => {

@@ -23,6 +23,13 @@ pub(super) enum LargeGet {
 
 impl Worker {
     pub(super) fn get(&mut self, id: usize) {
+        // Where the item was last seen, if known: no index lookup when the slot there
+        // still holds the key (`Op::at`).
+        if let Some(loc) = self.ops.get_mut(id).at.take()
+            && self.get_at(id, loc)
+        {
+            return;
+        }
         let t = self.index_clock();
         let loc = {
             let WReq::Get(key) = &self.ops.get(id).req else {
@@ -42,24 +49,68 @@ impl Worker {
         if !slab::is_large(loc.class())
             && let Some(page) = self.cache.get(unit)
         {
-            let kv = small_value(self.fmt, page, loc);
             let WReq::Get(key) = &self.ops.get(id).req else {
                 unreachable!()
             };
-            let found = matches!(&kv, Ok((k, _)) if k == key);
+            let v = small_value(self.fmt, page, loc, key);
             // The index is ahead of the cache while a write to the slot is pending:
             // wait for it (see `mismatch`).
-            if found || !self.mismatch(id, unit) {
+            if matches!(v, Ok(Some(_))) || !self.mismatch(id, unit) {
                 self.count_cache(id, true);
-                self.reply_get(id, loc, kv);
+                self.reply_get(id, loc, v);
             }
             return;
         }
         self.count_cache(id, false);
+        if !slab::is_large(loc.class()) {
+            // After the page's I/O the get looks there first, not in the index again.
+            self.ops.get_mut(id).at = Some(loc);
+        }
         if self.units.contains(unit) {
             return self.units.wait_on(id, unit);
         }
         self.start_read(id, unit);
+    }
+
+    /// A get by a known location (`Op::at`): answers it if the slot at `loc` holds its
+    /// key, in the cache or after reading the page; returns false when the index must
+    /// be asked (a large item, another item or no item there, a damaged slot: the
+    /// lookup reports what the index says about it, a damaged slot included).
+    ///
+    /// Why a location known from before is as good as a lookup: a location is only
+    /// taken from the index, and a key leaves a slot only by a write that changes the
+    /// index first and the slot later (a move's tombstone follows the new copy's
+    /// completion). The item still in that slot was the key's current value when the
+    /// location was found, which is after the get (or the scan) began: the get is
+    /// linearized there. A newer value in the slot (an in-place update completed
+    /// meanwhile) is found too, as the page enters the cache when its write completes.
+    fn get_at(&mut self, id: usize, loc: Loc) -> bool {
+        if slab::is_large(loc.class()) {
+            return false;
+        }
+        let unit = loc.unit();
+        let Some(page) = self.cache.get(unit) else {
+            // A scan's location not yet checked: read the page, then check.
+            self.count_cache(id, false);
+            self.ops.get_mut(id).at = Some(loc);
+            if self.units.contains(unit) {
+                self.units.wait_on(id, unit);
+            } else {
+                self.start_read(id, unit);
+            }
+            return true;
+        };
+        let WReq::Get(key) = &self.ops.get(id).req else {
+            unreachable!()
+        };
+        match small_value(self.fmt, page, loc, key) {
+            Ok(Some(v)) => {
+                self.count_cache(id, true);
+                self.finish(id, Ok(Reply::Value(Some(v))));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Reads `unit` for request `id` (a get, or a write that needs the page image).
@@ -95,16 +146,10 @@ impl Worker {
         false
     }
 
-    fn reply_get(&mut self, id: usize, loc: Loc, kv: Result<(Vec<u8>, Vec<u8>), String>) {
-        let WReq::Get(key) = &self.ops.get(id).req else {
-            unreachable!()
-        };
-        let r = match kv {
-            Ok((k, v)) if k == *key => Ok(Reply::Value(Some(v))),
-            Ok((k, _)) => Err(format!(
-                "index points at a slot holding another key ({} bytes)",
-                k.len()
-            )),
+    fn reply_get(&mut self, id: usize, loc: Loc, v: Result<Option<Vec<u8>>, String>) {
+        let r = match v {
+            Ok(Some(v)) => Ok(Reply::Value(Some(v))),
+            Ok(None) => Err("index points at a slot holding another key".to_string()),
             Err(e) => Err(e),
         };
         let r = r.map_err(|detail| {
@@ -153,8 +198,10 @@ impl Worker {
     }
 }
 
-/// Key and value of the small item at `loc` in its cached `page`.
-fn small_value(fmt: Format, page: &[u8], loc: Loc) -> Result<(Vec<u8>, Vec<u8>), String> {
+/// The value of `key` if the small item at `loc` in its cached `page` is that key's
+/// (checksum verified); None if the slot holds another key; an error for a free slot,
+/// a tombstone or a damaged slot.
+fn small_value(fmt: Format, page: &[u8], loc: Loc, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
     let off = loc.offset_in_unit();
     let b = &page[off..off + slab::SMALL[loc.class()]];
     match fmt.parse(b, slab::room(loc.class()))? {
@@ -162,7 +209,7 @@ fn small_value(fmt: Format, page: &[u8], loc: Loc) -> Result<(Vec<u8>, Vec<u8>),
             key_len, value_len, ..
         } => {
             let (k, v) = slab::small_kv(b, key_len, value_len);
-            Ok((k.to_vec(), v.to_vec()))
+            Ok((k == key).then(|| v.to_vec()))
         }
         other => Err(format!("indexed slot holds {other:?}")),
     }

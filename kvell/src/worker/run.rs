@@ -122,12 +122,13 @@ impl Worker {
         match m {
             Msg::Close(tx) => *closing = Some(tx),
             Msg::Ops(ops) => {
-                for (req, done) in ops {
-                    self.handle(Msg::Op(req, done), closing);
+                for (req, at, done) in ops {
+                    let id = self.ops.admit(req, at, done);
+                    self.step(id);
                 }
             }
             Msg::Op(req, done) => {
-                let id = self.ops.admit(req, done);
+                let id = self.ops.admit(req, None, done);
                 self.step(id);
             }
         }
