@@ -25,6 +25,7 @@ mod route;
 mod scan;
 pub mod slab;
 mod stats;
+mod wake;
 mod worker;
 
 pub use config::{Config, IoMode, LIMITS, Mode};

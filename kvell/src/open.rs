@@ -14,6 +14,7 @@ use crate::request::Msg;
 use crate::route::{Shared, WorkerHandle};
 use crate::scan;
 use crate::stats::Stats;
+use crate::wake::Wake;
 use crate::worker::{Parts, Worker};
 use crate::{index, layout, recovery, slab};
 use kvapi::{DirLock, EngineInfo, Error, Result};
@@ -72,11 +73,13 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
         let (tx, rx) = sync_channel::<Msg>(cfg.queue_capacity());
         let index = Arc::new(Mutex::new(Index::default()));
         let stats = Arc::new(Stats::default());
-        let (i2, s2) = (index.clone(), stats.clone());
+        // Without an eventfd a worker just sleeps until its next completion.
+        let wake = Wake::new().ok().map(Arc::new);
+        let (i2, s2, wake2) = (index.clone(), stats.clone(), wake.clone());
         let thread = std::thread::Builder::new()
             .name(format!("kvell-worker-{w}"))
             .spawn(
-                move || match open_worker(w, &cfg, i2, s2, poison, per_worker_cache) {
+                move || match open_worker(w, &cfg, i2, s2, poison, per_worker_cache, wake2) {
                     Ok((worker, opened)) => {
                         let _ = ready_tx.send(Ok(opened));
                         worker.run(rx);
@@ -93,6 +96,7 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
                 index,
                 stats,
                 thread: Mutex::new(Some(thread)),
+                wake,
             },
             ready_rx,
         ));
@@ -181,6 +185,7 @@ fn open_worker(
     stats: Arc<Stats>,
     poison: Arc<Poison>,
     cache_bytes: u64,
+    wake: Option<Arc<Wake>>,
 ) -> Result<(Worker, WorkerOpened)> {
     let dir = cfg.dir_of(w);
     let mut io = cfg.backend()?;
@@ -238,6 +243,7 @@ fn open_worker(
         poison,
         ts: rec.max_ts,
         index_bytes,
+        wake,
     };
     Ok((Worker::new(parts, cfg), opened))
 }

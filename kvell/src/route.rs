@@ -6,6 +6,7 @@ use crate::index::Index;
 use crate::request::{Done, Msg, WReq};
 use crate::slab::Loc;
 use crate::stats::Stats;
+use crate::wake::Wake;
 use kvapi::{Error, Result};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::SyncSender;
@@ -19,6 +20,20 @@ pub(crate) struct WorkerHandle {
     pub(crate) index: Arc<Mutex<Index>>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) thread: Mutex<Option<JoinHandle<()>>>,
+    /// Wakes the worker if it sleeps in its ring (`crate::wake`).
+    pub(crate) wake: Option<Arc<Wake>>,
+}
+
+impl WorkerHandle {
+    /// Queues a message for the worker (blocking while its queue is full) and wakes
+    /// it if it sleeps for I/O; gives the message back if the worker is gone.
+    fn post(&self, m: Msg) -> std::result::Result<(), Msg> {
+        self.tx.send(m).map_err(|e| e.0)?;
+        if let Some(w) = &self.wake {
+            w.notify();
+        }
+        Ok(())
+    }
 }
 
 /// The workers and the closed flag, shared by the engine and its scan thread.
@@ -48,9 +63,7 @@ impl Shared {
             return done.call(Err(Error::Closed));
         }
         let w = self.worker_of(req.key());
-        if let Err(e) = self.workers[w].tx.send(Msg::Op(req, done))
-            && let Msg::Op(_, done) = e.0
-        {
+        if let Err(Msg::Op(_, done)) = self.workers[w].post(Msg::Op(req, done)) {
             done.call(Err(Error::Closed));
         }
     }
@@ -62,9 +75,7 @@ impl Shared {
                 .into_iter()
                 .for_each(|(_, _, d)| d.call(Err(Error::Closed)));
         }
-        if let Err(e) = self.workers[w].tx.send(Msg::Ops(ops))
-            && let Msg::Ops(ops) = e.0
-        {
+        if let Err(Msg::Ops(ops)) = self.workers[w].post(Msg::Ops(ops)) {
             ops.into_iter()
                 .for_each(|(_, _, d)| d.call(Err(Error::Closed)));
         }
@@ -80,7 +91,7 @@ impl Shared {
         let mut result = Ok(());
         for w in &self.workers {
             let (tx, rx) = std::sync::mpsc::channel();
-            if w.tx.send(Msg::Close(tx)).is_ok()
+            if w.post(Msg::Close(tx)).is_ok()
                 && let Ok(Err(e)) = rx.recv()
                 && result.is_ok()
             {

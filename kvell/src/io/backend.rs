@@ -70,4 +70,10 @@ pub trait Backend: Send {
     fn reap(&mut self, wait: bool, out: &mut Vec<IoDone>) -> io::Result<()>;
     /// Short name for notes ("io_uring", "psync", "sim").
     fn name(&self) -> &'static str;
+    /// Lets a write to the eventfd `fd` end a `reap` that waits, as a completion
+    /// would (`crate::wake`); false if this backend cannot, and then nothing changes.
+    fn wake_on(&mut self, fd: std::os::fd::RawFd) -> bool {
+        let _ = fd;
+        false
+    }
 }

@@ -10,7 +10,7 @@ use super::files::Files;
 use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
 use io_uring::{IoUring, opcode, types};
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 
 pub struct Uring {
@@ -20,7 +20,14 @@ pub struct Uring {
     inflight: Vec<Option<IoReq>>,
     free_slots: Vec<usize>,
     count: usize,
+    /// The eventfd that ends a wait (`Backend::wake_on`), and whether a poll of it is
+    /// in the ring now.
+    wake: Option<RawFd>,
+    polling: bool,
 }
+
+/// The `user_data` of the eventfd's poll (I/O slots count up from 0).
+const WAKE_TAG: u64 = u64::MAX;
 
 impl Uring {
     pub fn new(flags: IoFlags, entries: u32) -> io::Result<Uring> {
@@ -31,11 +38,25 @@ impl Uring {
             inflight: Vec::new(),
             free_slots: Vec::new(),
             count: 0,
+            wake: None,
+            polling: false,
         })
     }
 
     fn drain(&mut self, out: &mut Vec<IoDone>) {
         for cqe in self.ring.completion() {
+            if cqe.user_data() == WAKE_TAG {
+                self.polling = false;
+                if let Some(fd) = self.wake {
+                    // Reset the counter, so that the next poll waits again.
+                    let mut v: u64 = 0;
+                    // SAFETY: reads 8 bytes into a local; the descriptor is the
+                    // worker's eventfd, open while the engine is (non-blocking: an
+                    // empty counter is EAGAIN, ignored).
+                    unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
+                }
+                continue;
+            }
             let slot = cqe.user_data() as usize;
             let Some(req) = self.inflight.get_mut(slot).and_then(Option::take) else {
                 continue;
@@ -138,6 +159,16 @@ impl Backend for Uring {
         let before = out.len();
         self.drain(out);
         if wait && out.len() == before && self.count > 0 {
+            if let Some(fd) = self.wake
+                && !self.polling
+            {
+                let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+                    .build()
+                    .user_data(WAKE_TAG);
+                // SAFETY: a poll hands the kernel no memory of ours; the descriptor
+                // outlives the ring (the worker holds its `Wake`).
+                self.polling = unsafe { self.ring.submission().push(&poll) }.is_ok();
+            }
             loop {
                 match self.ring.submit_and_wait(1) {
                     Ok(_) => break,
@@ -151,6 +182,10 @@ impl Backend for Uring {
     }
     fn name(&self) -> &'static str {
         "io_uring"
+    }
+    fn wake_on(&mut self, fd: RawFd) -> bool {
+        self.wake = Some(fd);
+        true
     }
 }
 

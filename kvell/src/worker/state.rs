@@ -14,6 +14,7 @@ use crate::io::Backend;
 use crate::poison::Poison;
 use crate::slab::{Format, Slab, Unit};
 use crate::stats::Stats;
+use crate::wake::Wake;
 use kvapi::Error;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,8 @@ pub(crate) struct Parts {
     pub(crate) ts: u64,
     /// Bytes of the recovered index.
     pub(crate) index_bytes: u64,
+    /// What senders wake this worker with when it sleeps in its ring (`crate::wake`).
+    pub(crate) wake: Option<Arc<Wake>>,
 }
 
 pub(crate) struct Worker {
@@ -63,14 +66,18 @@ pub(crate) struct Worker {
     pub(super) index_bytes: u64,
     /// Index bytes beyond which the cache no longer fits the budget (`fit_memory`).
     pub(super) refit_at: u64,
+    /// Set when the backend can be woken by it (`Backend::wake_on`).
+    pub(super) wake: Option<Arc<Wake>>,
 }
 
 /// One index operation in this many is timed.
 const INDEX_SAMPLE: u32 = 16;
 
 impl Worker {
-    pub(crate) fn new(p: Parts, cfg: &Config) -> Worker {
+    pub(crate) fn new(mut p: Parts, cfg: &Config) -> Worker {
+        let wake = p.wake.filter(|w| p.io.wake_on(w.fd()));
         Worker {
+            wake,
             io: p.io,
             slabs: p.slabs,
             clean: p.clean,
