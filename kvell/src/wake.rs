@@ -4,7 +4,10 @@
 //! a completion; a request sent to it meanwhile waited in its queue for that
 //! completion (up to a device read's latency), though it could be a cache hit answered
 //! at once. On YCSB C zipfian at 4M items (12% of gets read the disk) the two workers
-//! used 1.3-1.45 of the 2 cores that way. So a worker arms its [`Wake`] before it
+//! used 1.3-1.45 of the 2 cores that way, and on YCSB A uniform at 64 in flight a
+//! request waited behind whatever completion came next (the tail: results/kvell-4m/
+//! measurements.md, "Reads by the location found, and workers woken by requests").
+//! So a worker arms its [`Wake`] before it
 //! sleeps (`Worker::run`), its ring watches an eventfd (`Backend::
 //! wake_on`), and a sender that finds the worker armed writes the eventfd: the
 //! sleep ends as a completion would end it. The eventfd is written only while the

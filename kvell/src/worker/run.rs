@@ -64,9 +64,9 @@ impl Worker {
                 // sent meanwhile waiting for it, cache hits among them: it asks to be
                 // woken by them too (`crate::wake`), and looks at its queue once more
                 // first. Not when it takes no more requests now (at `max_active`, or
-                // closing). Arming only below half the ring's depth gained less on
-                // YCSB C zipfian, and arming always cost nothing measurable where the
-                // disk is the limit (results/kvell-4m/measurements.md).
+                // closing). Arming always cost no CPU that showed where the disk is
+                // the limit, and shortened YCSB A's tail at 64 in flight
+                // (results/kvell-4m/measurements.md).
                 let armed = match &self.wake {
                     Some(w)
                         if wait
