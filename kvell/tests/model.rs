@@ -154,6 +154,23 @@ fn async_updates_same_page_in_flight() {
     e.close().unwrap();
 }
 
+/// A value that names its key and version: `k` and `v` (8 bytes each, little-endian),
+/// then `value(k * 1000 + v, len)`.
+fn tagged(k: u64, v: u64, len: usize) -> Vec<u8> {
+    let mut out = k.to_le_bytes().to_vec();
+    out.extend(v.to_le_bytes());
+    out.extend(value(k * 1000 + v, len));
+    out
+}
+
+/// A completion that sends `ok` on success and the error's text otherwise.
+fn acked<T: Send + 'static>(
+    tx: std::sync::mpsc::Sender<Result<T, String>>,
+    ok: T,
+) -> kvapi::Completion {
+    Box::new(move |r| tx.send(r.map(|_| ok).map_err(|e| e.to_string())).unwrap())
+}
+
 /// Gets, updates that change size class (large items included) and deletes of the
 /// same few keys, all in flight together: no get ever fails or returns a value
 /// that was never written. Regression: a get racing an insert or a move used to
@@ -170,12 +187,6 @@ fn async_mixed_in_flight_same_keys() {
     let mut rng = Rng::new(5);
     let (tx, rx) = std::sync::mpsc::channel::<Result<(), String>>();
     let n = 4000u64;
-    let tagged = |k: u64, v: u64, len: usize| {
-        let mut out = k.to_le_bytes().to_vec();
-        out.extend(v.to_le_bytes());
-        out.extend(value(k * 1000 + v, len));
-        out
-    };
     for i in 0..n {
         let k = rng.below(12);
         let key = format!("mixed-{k}").into_bytes();
@@ -184,15 +195,9 @@ fn async_mixed_in_flight_same_keys() {
             0..=3 => {
                 let len = rng.value_len();
                 let v = tagged(k, i, len);
-                a.submit(
-                    kvapi::Request::Update { key, value: v },
-                    Box::new(move |r| tx.send(r.map(|_| ()).map_err(|e| e.to_string())).unwrap()),
-                );
+                a.submit(kvapi::Request::Update { key, value: v }, acked(tx, ()));
             }
-            4 => a.submit(
-                kvapi::Request::Delete { key },
-                Box::new(move |r| tx.send(r.map(|_| ()).map_err(|e| e.to_string())).unwrap()),
-            ),
+            4 => a.submit(kvapi::Request::Delete { key }, acked(tx, ())),
             _ => a.submit(
                 kvapi::Request::Get { key },
                 Box::new(move |r| {
@@ -238,12 +243,6 @@ fn async_scans_among_moves_and_deletes() {
     let (tx, rx) = std::sync::mpsc::channel::<Result<usize, String>>();
     let n = 6000u64;
     let keys = 24;
-    let tagged = |k: u64, v: u64, len: usize| {
-        let mut out = k.to_le_bytes().to_vec();
-        out.extend(v.to_le_bytes());
-        out.extend(value(k * 1000 + v, len));
-        out
-    };
     let key_of = |k: u64| format!("scanmix-{k:02}").into_bytes();
     for i in 0..n {
         let k = rng.below(keys);
@@ -256,13 +255,10 @@ fn async_scans_among_moves_and_deletes() {
                         key: key_of(k),
                         value: tagged(k, i, len),
                     },
-                    Box::new(move |r| tx.send(r.map(|_| 0).map_err(|e| e.to_string())).unwrap()),
+                    acked(tx, 0),
                 );
             }
-            5 => a.submit(
-                kvapi::Request::Delete { key: key_of(k) },
-                Box::new(move |r| tx.send(r.map(|_| 0).map_err(|e| e.to_string())).unwrap()),
-            ),
+            5 => a.submit(kvapi::Request::Delete { key: key_of(k) }, acked(tx, 0)),
             _ => a.submit(
                 kvapi::Request::Scan {
                     start: key_of(k),

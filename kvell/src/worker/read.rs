@@ -61,15 +61,23 @@ impl Worker {
             }
             return;
         }
+        self.get_page(id, loc);
+    }
+
+    /// A get whose page is not cached: it waits for the I/O already on the page, or
+    /// reads it. A small item's get then looks at `loc` first, not in the index again
+    /// (a large one asks the index when its read completes, `large_get`).
+    fn get_page(&mut self, id: usize, loc: Loc) {
         self.count_cache(id, false);
         if !slab::is_large(loc.class()) {
-            // After the page's I/O the get looks there first, not in the index again.
             self.ops.get_mut(id).at = Some(loc);
         }
+        let unit = loc.unit();
         if self.units.contains(unit) {
-            return self.units.wait_on(id, unit);
+            self.units.wait_on(id, unit);
+        } else {
+            self.start_read(id, unit);
         }
-        self.start_read(id, unit);
     }
 
     /// A get by a known location (`Op::at`): answers it if the slot at `loc` holds its
@@ -88,16 +96,9 @@ impl Worker {
         if slab::is_large(loc.class()) {
             return false;
         }
-        let unit = loc.unit();
-        let Some(page) = self.cache.get(unit) else {
+        let Some(page) = self.cache.get(loc.unit()) else {
             // A scan's location not yet checked: read the page, then check.
-            self.count_cache(id, false);
-            self.ops.get_mut(id).at = Some(loc);
-            if self.units.contains(unit) {
-                self.units.wait_on(id, unit);
-            } else {
-                self.start_read(id, unit);
-            }
+            self.get_page(id, loc);
             return true;
         };
         let WReq::Get(key) = &self.ops.get(id).req else {
