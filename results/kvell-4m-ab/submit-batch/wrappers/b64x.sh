@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+exec /work/dev-g/ycsb-base "$@"
