@@ -121,6 +121,61 @@ fn audit_one(dir: &Path, script: &str, loss_allowed: bool, craft: &dyn Fn(&dyn E
     ycsb::crash::run(&audit, &mut |_| {}).unwrap()
 }
 
+/// The evidence of a failed cycle is kept beside the data directory; when that cannot
+/// be done (here a full file system: no room for the kept directory), the audit still
+/// ends with its report and its finding, and says the evidence was not kept. Before,
+/// the audit ended with the file system's error alone and `ycsb crash --out` wrote no
+/// document (a CI run of `a_full_disk_fails_the_audit_with_the_childs_message`).
+#[test]
+fn evidence_that_cannot_be_kept_aside_is_said_and_the_report_still_comes() {
+    let fs = match kvtestkit::testfs::SmallFs::new("ycsb-crash-keep", 16) {
+        Ok(fs) => fs,
+        Err(why) => return eprintln!("SKIP keep-on-a-full-disk test: {why}"),
+    };
+    let data = fs.path().join("crash-sled");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("data"), b"written before the disk filled").unwrap();
+    // fill the file system to its last block, so that no directory can be made beside
+    // the data directory
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::File::create(fs.path().join("filler")).unwrap();
+        for chunk in [1 << 20, 4096, 512, 1] {
+            let buf = vec![7u8; chunk];
+            while f.write_all(&buf).and_then(|()| f.sync_all()).is_ok() {}
+        }
+    }
+    assert!(
+        std::fs::create_dir(fs.path().join("probe-dir")).is_err(),
+        "the file system is not full: the test would not test anything"
+    );
+    let open = || -> ycsb::Result<Arc<dyn Engine>> { Err(ycsb::Error::failed("refused (test)")) };
+    let script = reporting_child();
+    let spawn = |_: Role, _: u64| sh(&script);
+    let audit = Audit {
+        plan: plan(),
+        cycles: 1,
+        kill_after_ms: (100, 100),
+        recovery_kills: 0.0,
+        loss_allowed: false,
+        data: data.clone(),
+        snapshot_max: 0,
+        spawn: &spawn,
+        open: &open,
+        power: None,
+    };
+    let r = ycsb::crash::run(&audit, &mut |_| {}).expect("a report, not an error");
+    let f = r.failure.expect("the reopen's failure");
+    assert_eq!(f.kind, Kind::Reopen, "{f}");
+    assert!(f.what.contains("refused (test)"), "{f}");
+    assert!(f.what.contains("could not be kept aside"), "{f}");
+    assert!(r.kept.is_empty(), "{:?}", r.kept);
+    assert!(
+        data.join("data").exists(),
+        "the data directory stays where it was"
+    );
+}
+
 fn put(e: &dyn Engine, v: &[u8]) {
     e.update(b"crash000000", v).unwrap();
 }

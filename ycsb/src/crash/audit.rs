@@ -13,7 +13,7 @@ use crate::rng::Rng;
 use kvapi::Engine;
 use kvtb_schema::{CrashCycle as Cycle, CrashPower, RecoveryKill};
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,6 +118,22 @@ pub struct Report {
     pub snapshot_no_space: u64,
     /// What the power cuts checked (`--power`).
     pub power: Option<CrashPower>,
+}
+
+/// Keeps the evidence of `cycle` aside (`keep::keep`). Failing to (a full file system,
+/// most often: the kept copy lies beside the data directory) must not end the audit
+/// without its report: the reason is returned, to be said with the cycle's finding.
+fn keep_aside(report: &mut Report, data: &Path, cycle: u64, stop: bool) -> Option<String> {
+    match keep::keep(data, cycle, stop) {
+        Ok(dir) => {
+            report.kept.push(dir);
+            None
+        }
+        Err(e) => Some(format!(
+            "the cycle's data could not be kept aside ({e}): what is left of it is in {} and beside it",
+            data.display()
+        )),
+    }
 }
 
 fn child_failure(cycle: u64, who: &str, ended: &Ended, waited_for: Option<&str>) -> Failure {
@@ -282,7 +298,7 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
         let engine = match (a.open)() {
             Ok(e) => e,
             Err(e) => {
-                report.kept.push(keep::keep(&a.data, cycle, true)?);
+                let not_kept = keep_aside(&mut report, &a.data, cycle, true);
                 let after = match &c.recovery_kill {
                     None => String::new(),
                     Some(k) => format!(
@@ -298,7 +314,10 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
                 report.failure = Some(Failure {
                     cycle,
                     kind: Kind::Reopen,
-                    what: format!("the engine does not reopen after the kill{after}: {e}"),
+                    what: format!(
+                        "the engine does not reopen after the kill{after}: {e}{}",
+                        not_kept.map(|w| format!("; {w}")).unwrap_or_default()
+                    ),
                     // what the killed writer said last (it may have met the cause)
                     stderr: ended.stderr.clone(),
                 });
@@ -322,8 +341,17 @@ pub fn run(a: &Audit, progress: &mut dyn FnMut(&Cycle)) -> Result<Report> {
             _ => None,
         };
         let stop = problem.is_some();
-        if stop || (c.lost > 0 && report.kept.is_empty()) {
-            report.kept.push(keep::keep(&a.data, cycle, stop)?);
+        let mut problem = problem;
+        if (stop || (c.lost > 0 && report.kept.is_empty()))
+            && let Some(w) = keep_aside(&mut report, &a.data, cycle, stop)
+        {
+            match &mut problem {
+                Some(p) => {
+                    p.push_str("; ");
+                    p.push_str(&w);
+                }
+                None => c.problems.push(w),
+            }
         }
         progress(&c);
         report.cycles.push(c);
