@@ -406,7 +406,7 @@ fn probe(a: &Args, limit: Duration) {
         direct: true,
         dsync: false,
     };
-    let mut u = Uring::new(flags, a.qd as u32).unwrap();
+    let mut u = Uring::new(flags, a.qd as u32, kvell::io::uring::RingSetup::Defer).unwrap();
     let f = u.open(&biggest).unwrap();
     let pages = u.len(f).unwrap() / 4096;
     // Pass 1: random reads. Pass 2: read-modify-write of random pages (each read

@@ -3,7 +3,8 @@
 
 use crate::budget::Budget;
 use crate::io::sim::{Sim, SimDisk};
-use crate::io::{Backend, IoFlags, PAGE, psync::Psync, uring::Uring};
+use crate::io::uring::{RingSetup, Uring};
+use crate::io::{Backend, IoFlags, PAGE, psync::Psync};
 use crate::slab;
 use kvapi::{Durability, EngineInfo, Error, Limits, Result};
 use std::path::PathBuf;
@@ -64,6 +65,9 @@ pub struct Config {
     pub batch: usize,
     pub mode: Mode,
     pub io: IoMode,
+    /// How each worker's io_uring is set up (`kvell.ring`: `defer`, `coop` or
+    /// `plain`; see `io::uring`).
+    pub ring: RingSetup,
     /// In-memory free-list entries per slab.
     pub freelist: usize,
     /// O_DIRECT (true unless asked otherwise).
@@ -94,6 +98,7 @@ impl Config {
             batch: 64,
             mode: Mode::Direct,
             io: IoMode::Uring,
+            ring: RingSetup::Defer,
             freelist: 64,
             direct: true,
             scan_in_flight: 64,
@@ -134,6 +139,8 @@ impl Config {
             "psync" => IoMode::Psync,
             _ => IoMode::Uring,
         };
+        let ring = o.choice("ring", "defer", &["defer", "coop", "plain"])?;
+        c.ring = RingSetup::parse(&ring).unwrap_or(RingSetup::Defer);
         c.freelist = o.usize("freelist", 64)?;
         c.direct = o.bool("direct", true)?;
         c.scan_in_flight = o.usize("scan_in_flight", 64)?;
@@ -211,12 +218,14 @@ impl Config {
             dsync: self.mode == Mode::Flush,
         };
         Ok(match &self.io {
-            IoMode::Uring => Box::new(Uring::new(flags, self.queue_depth as u32).map_err(|e| {
-                Error::io(
-                    "creating an io_uring (is io_uring allowed here? try kvell.io=psync)",
-                    e,
-                )
-            })?),
+            IoMode::Uring => Box::new(
+                Uring::new(flags, self.queue_depth as u32, self.ring).map_err(|e| {
+                    Error::io(
+                        "creating an io_uring (is io_uring allowed here? try kvell.io=psync)",
+                        e,
+                    )
+                })?,
+            ),
             IoMode::Psync => Box::new(Psync::new(flags)),
             IoMode::Sim(d) => Box::new(Sim::new(d.clone(), flags)),
         })
@@ -244,6 +253,7 @@ impl Config {
                 format!("{:?}", self.mode).to_lowercase(),
             ),
             ("io".into(), self.io.name().into()),
+            ("ring".into(), self.ring.name().into()),
             ("freelist".into(), self.freelist.to_string()),
             ("direct".into(), self.direct.to_string()),
             ("scan_in_flight".into(), self.scan_in_flight.to_string()),
