@@ -48,6 +48,10 @@ pub struct DeviceProbe {
     pub file_bytes: u64,
     /// Sequential O_DIRECT write bandwidth while filling the file (1 MiB writes, QD 1).
     pub fill_mib_per_s: f64,
+    /// Where reads land, when not in each I/O slot's own buffer as fio's do
+    /// (`ycsb device --read-into` or `--copy-into`); empty otherwise and in older files.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub buffers: String,
     pub points: Vec<ProbePoint>,
 }
 
@@ -63,6 +67,7 @@ impl Default for DeviceProbe {
             file: String::new(),
             file_bytes: 0,
             fill_mib_per_s: 0.0,
+            buffers: String::new(),
             points: Vec::new(),
         }
     }

@@ -8,6 +8,7 @@ mod point;
 mod uring;
 
 pub use point::{PointSpec, measure_point, run_point};
+pub use uring::Buffers;
 
 use crate::error::{Error, Result};
 use crate::rng::Rng;
@@ -40,6 +41,8 @@ pub struct ProbeConfig {
     /// Use the file as it is if it is at least `file_bytes` long, instead of writing
     /// it first (the fill bandwidth is then reported as 0).
     pub reuse: bool,
+    /// Where the random points' reads land.
+    pub buffers: Buffers,
 }
 
 /// What a probe (or the I/O method comparison) tells its caller as it goes.
@@ -161,6 +164,11 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
                 read_fraction: c.mixed_read_fraction,
                 secs: c.seconds,
                 jobs,
+                buffers: if pat.starts_with("seq") {
+                    Buffers::Own
+                } else {
+                    c.buffers
+                },
             };
             let p = measure_point(&f, bytes, &spec, &mut rng)?;
             if tries.len() > 1 {
@@ -207,6 +215,7 @@ mod tests {
             jobs: vec![1],
             patterns: vec![],
             reuse: false,
+            buffers: Buffers::Own,
         };
         let (fill, points) = probe(&c, &mut |_| {}).unwrap();
         assert!(fill > 0.0);

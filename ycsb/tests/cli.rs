@@ -505,6 +505,38 @@ fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
         "--qds",
     );
     assert_clean_error(
+        &ycsb(&["device", "--data", &t.s("probe"), "--read-into", "lots"]),
+        "--read-into",
+    );
+    // reads landing in a region: the result says where
+    let dev2 = t.s("device-region.json");
+    let o = ycsb(&[
+        "device",
+        "--data",
+        &t.s("probe"),
+        "--size",
+        "16M",
+        "--qds",
+        "4",
+        "--patterns",
+        "randread",
+        "--seconds",
+        "0.05",
+        "--read-into",
+        "8M",
+        "--out",
+        &dev2,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&dev2).unwrap()).unwrap();
+    assert!(
+        j["buffers"].as_str().unwrap().contains("8388608 bytes"),
+        "{j}"
+    );
+    assert!(j["points"][0]["iops"].as_f64().unwrap() > 0.0);
+    assert!(stdout(&o).contains("random patterns' reads into"));
+    assert_clean_error(
         &ycsb(&[
             "run",
             "-w",

@@ -44,6 +44,16 @@ pub(super) struct DeviceArgs {
     /// measured).
     #[arg(long)]
     pub(super) reuse: bool,
+    /// Reads of the random patterns land in random 4 KiB frames of a region of this
+    /// size (split over the rings), as in a page cache read into directly (the
+    /// authors' C KVell), instead of each I/O slot's own buffer (fio); e.g. 1300M.
+    #[arg(long, conflicts_with = "copy_into")]
+    pub(super) read_into: Option<String>,
+    /// Reads of the random patterns land in each slot's own buffer and are then
+    /// copied into a random 4 KiB frame of a region of this size (split over the
+    /// rings), as this project's KVell does with its page cache.
+    #[arg(long)]
+    pub(super) copy_into: Option<String>,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -76,6 +86,19 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
             "--seconds must be positive and --mix within [0, 1]",
         ));
     }
+    let region = |flag: &str, v: &str| -> Result<u64> {
+        match kvapi::parse_bytes(v) {
+            Some(b) if b >= 4096 => Ok(b),
+            _ => Err(Error::usage(format!(
+                "--{flag}: expected a size of at least 4K such as 1300M, got '{v}'"
+            ))),
+        }
+    };
+    let buffers = match (&a.read_into, &a.copy_into) {
+        (Some(v), _) => probe::Buffers::ReadInto(region("read-into", v)?),
+        (None, Some(v)) => probe::Buffers::CopyInto(region("copy-into", v)?),
+        (None, None) => probe::Buffers::Own,
+    };
     std::fs::create_dir_all(&a.data).map_err(|e| Error::io_at("cannot create", &a.data, e))?;
     let machine = machine::describe(Some(&a.data));
     let disk = machine
@@ -94,6 +117,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         jobs: a.jobs.clone(),
         patterns: a.patterns.clone(),
         reuse: a.reuse,
+        buffers,
     };
     let started = unix_now();
     let result = probe::probe(&cfg, &mut show);
@@ -112,8 +136,12 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         file: file.display().to_string(),
         file_bytes: bytes,
         fill_mib_per_s: fill,
+        buffers: buffers.describe(),
         points,
     };
+    if !report.buffers.is_empty() {
+        println!("# random patterns' {}", report.buffers);
+    }
     println!("pattern    qd jobs   block      IOPS     MiB/s  mean us   p99 us");
     for p in &report.points {
         println!(

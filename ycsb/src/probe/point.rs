@@ -2,7 +2,7 @@
 //! one or several rings, each driven by a thread of its own (fio's `numjobs`), and
 //! what the rings measured added up into one [`ProbePoint`].
 
-use super::uring::{Pattern, RingJob, RingResult, new_hist, run_ring};
+use super::uring::{Buffers, Pattern, RingJob, RingResult, new_hist, run_ring};
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 use kvtb_schema::ProbePoint;
@@ -23,6 +23,8 @@ pub struct PointSpec<'a> {
     pub secs: f64,
     /// Rings (one thread each) the I/Os are spread over; at most `qd`.
     pub jobs: usize,
+    /// Where reads land (a region is split evenly over the rings).
+    pub buffers: Buffers,
 }
 
 /// The queue depth of each of `jobs` rings keeping `qd` I/Os in flight together:
@@ -124,6 +126,7 @@ pub fn measure_point(
                     read_fraction: spec.read_fraction,
                     secs: spec.secs,
                     rng: Rng::derive(seed, j as u64),
+                    buffers: spec.buffers.per_ring(depths.len()),
                 };
                 let start = &start;
                 s.spawn(move || run_ring(job, start))
@@ -163,6 +166,7 @@ pub fn run_point(
         read_fraction,
         secs,
         jobs: 1,
+        buffers: Buffers::Own,
     };
     measure_point(f, file_bytes, &spec, rng)
 }
@@ -237,6 +241,7 @@ mod tests {
                 read_fraction: 0.5,
                 secs: 0.05,
                 jobs,
+                buffers: Buffers::Own,
             };
             let p = measure_point(&f, 16 << 20, &spec, &mut rng).unwrap();
             assert_eq!(p.jobs, Some(jobs), "{pattern}");
@@ -247,6 +252,33 @@ mod tests {
                 _ => assert_eq!(p.read_fraction, 1.0),
             }
         }
+        // reads landing in a region (directly or copied there) are counted the same
+        for buffers in [Buffers::ReadInto(1 << 20), Buffers::CopyInto(1 << 20)] {
+            for pattern in ["randread", "mixed"] {
+                let spec = PointSpec {
+                    pattern,
+                    qd: 8,
+                    block: 4096,
+                    read_fraction: 0.5,
+                    secs: 0.05,
+                    jobs: 2,
+                    buffers,
+                };
+                let p = measure_point(&f, 16 << 20, &spec, &mut rng).unwrap();
+                assert!(p.iops > 0.0 && p.read_fraction > 0.1, "{buffers:?}: {p:?}");
+            }
+        }
+        assert_eq!(
+            Buffers::ReadInto(1 << 20).per_ring(2),
+            Buffers::ReadInto(1 << 19)
+        );
+        assert_eq!(
+            Buffers::CopyInto(3 << 20).per_ring(3),
+            Buffers::CopyInto(1 << 20)
+        );
+        assert_eq!(Buffers::Own.per_ring(2), Buffers::Own);
+        assert!(Buffers::Own.describe().is_empty());
+        assert!(Buffers::ReadInto(4096).describe().contains("4096 bytes"));
         let bad = PointSpec {
             pattern: "sideways",
             qd: 8,
@@ -254,6 +286,7 @@ mod tests {
             read_fraction: 0.5,
             secs: 0.01,
             jobs: 1,
+            buffers: Buffers::Own,
         };
         assert!(measure_point(&f, 16 << 20, &bad, &mut rng).is_err());
     }

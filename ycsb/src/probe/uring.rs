@@ -13,6 +13,14 @@
 //! development VM's virtio disk, by more than the 5% the probe may differ from fio
 //! (results/device/submit-each-tried.md: fio and both forms alternating). The file is registered with the ring (`IOSQE_FIXED_FILE`: no file
 //! lookup per I/O); the buffers are not (fio's default, `fixedbufs` off).
+//!
+//! Where reads land is [`Buffers`]: by default in each I/O slot's own buffer, as fio's
+//! (so the few hundred KiB of them stay in the CPU caches); or, as a storage engine's
+//! page cache, in random 4 KiB frames of a region as large as that cache, directly
+//! (the authors' C KVell reads into its cache pages) or copied there from the slot's
+//! buffer on completion (this project's KVell). On the development VM's virtio disk
+//! reads that land directly in a large region were 10-15% slower than reads into the
+//! slots' own buffers, and copied ones about as fast (results/device/buffers-vda.md).
 #![expect(
     unsafe_code,
     reason = "io_uring submission takes raw buffer pointers the kernel writes into"
@@ -60,6 +68,50 @@ impl Pattern {
     }
 }
 
+/// Where a probe's reads land.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffers {
+    /// Each I/O slot's own buffer (fio).
+    Own,
+    /// A random 4 KiB frame of a region of this many bytes (all rings together).
+    ReadInto(u64),
+    /// The slot's own buffer, then copied into a random 4 KiB frame of a region of
+    /// this many bytes (all rings together) when the read completes.
+    CopyInto(u64),
+}
+
+impl Buffers {
+    /// The share of one of `rings` rings.
+    pub(crate) fn per_ring(self, rings: usize) -> Buffers {
+        let n = rings.max(1) as u64;
+        match self {
+            Buffers::Own => Buffers::Own,
+            Buffers::ReadInto(b) => Buffers::ReadInto(b / n),
+            Buffers::CopyInto(b) => Buffers::CopyInto(b / n),
+        }
+    }
+
+    /// What the result says (empty for [`Buffers::Own`]).
+    pub fn describe(self) -> String {
+        match self {
+            Buffers::Own => String::new(),
+            Buffers::ReadInto(b) => format!(
+                "reads into random 4 KiB frames of {b} bytes (split over the rings), as a page cache read into directly"
+            ),
+            Buffers::CopyInto(b) => format!(
+                "reads into each slot's own buffer, then copied into a random 4 KiB frame of {b} bytes (split over the rings)"
+            ),
+        }
+    }
+
+    fn region(self) -> u64 {
+        match self {
+            Buffers::Own => 0,
+            Buffers::ReadInto(b) | Buffers::CopyInto(b) => b,
+        }
+    }
+}
+
 /// What one ring is asked to do.
 pub(crate) struct RingJob<'a> {
     pub(crate) file: &'a File,
@@ -72,6 +124,7 @@ pub(crate) struct RingJob<'a> {
     pub(crate) read_fraction: f64,
     pub(crate) secs: f64,
     pub(crate) rng: Rng,
+    pub(crate) buffers: Buffers,
 }
 
 /// What one ring measured.
@@ -140,6 +193,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         read_fraction,
         secs,
         mut rng,
+        buffers,
     } = job;
     let set_up = (|| -> Result<IoUring> {
         let ring = fio_ring(qd.next_power_of_two().max(2) as u32)?;
@@ -156,6 +210,24 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         b.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
     let base = bufs.as_mut_ptr();
+    // The region reads land in or are copied to (touched here, before the clock
+    // starts, so that no page fault falls inside the measurement).
+    let frames = (buffers.region() / block as u64) as usize;
+    let mut region = if frames > 0 {
+        let mut m = kvell::io::PageMem::new(frames * block / 4096, false)
+            .map_err(|e| Error::io("mapping the probe's buffer region", e))?;
+        m.populate(0..frames * block / 4096)
+            .map_err(|e| Error::io("touching the probe's buffer region", e))?;
+        Some(m)
+    } else {
+        None
+    };
+    let region_base = region.as_mut().map(|m| m.as_mut_ptr());
+    let frame = move |r: &mut Rng| r.below(frames as u64) as usize * block;
+    let (mut read_rng, mut copy_rng) = (
+        Rng::derive(rng.next_u64(), 1),
+        Rng::derive(rng.next_u64(), 2),
+    );
     let fd = types::Fixed(0);
     let mut starts = vec![Instant::now(); qd];
     let mut seq_next = 0u64;
@@ -175,9 +247,14 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         };
         (is_read, (first + b) * block as u64)
     };
-    let sqe_for = |slot: usize, is_read: bool, off: u64| -> squeue::Entry {
-        // slot < qd, so [slot*block, (slot+1)*block) lies inside `bufs`
-        let ptr = base.wrapping_add(slot * block);
+    let mut sqe_for = |slot: usize, is_read: bool, off: u64| -> squeue::Entry {
+        // slot < qd, so [slot*block, (slot+1)*block) lies inside `bufs`; a frame is
+        // a block of the region. Two reads in flight may land in the same frame: the
+        // probe never looks at what it read.
+        let ptr = match (buffers, region_base) {
+            (Buffers::ReadInto(_), Some(r)) if is_read => r.wrapping_add(frame(&mut read_rng)),
+            _ => base.wrapping_add(slot * block),
+        };
         if is_read {
             opcode::Read::new(fd, ptr, block as u32).offset(off).build()
         } else {
@@ -220,6 +297,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
             // I/Os the ring cannot reap any more may still land in the buffer: keep it
             // allocated rather than free memory the kernel writes into.
             std::mem::forget(bufs);
+            std::mem::forget(region);
             return Err(Error::io("io_uring_enter", e));
         }
         // the kernel has taken what was queued: room for the refills
@@ -241,6 +319,15 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
             }
             let slot = (ud & 0xffff_ffff) as usize;
             reads += ud >> 32;
+            if let (Buffers::CopyInto(_), Some(r), 1) = (buffers, region_base, ud >> 32) {
+                let to = frame(&mut copy_rng);
+                // SAFETY: the slot's read has completed, so the kernel no longer
+                // writes its buffer; `to + block` lies inside the region (a frame of
+                // it), which no I/O uses under CopyInto.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(base.add(slot * block), r.add(to), block);
+                }
+            }
             hist.saturating_record(now.duration_since(starts[slot]).as_nanos().max(1) as u64);
             done += 1;
             t_end = now;
@@ -262,6 +349,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         }
     }
     drop((submitter, sq, cq));
+    drop(region);
     if let Some(e) = failed {
         return Err(e);
     }
