@@ -49,6 +49,9 @@ struct WorkerOpened {
     /// `fill_to`); recovery's scan of the slabs, the worker's CPU time during it, and
     /// what follows it (newest copies, repairs, index build: `Recovered`).
     times: Times,
+    /// The worker's I/O backend as it was set up (`Backend::name`): an io_uring set up
+    /// with less than `kvell.ring` asked for, where the kernel refused a flag, says so.
+    backend: &'static str,
 }
 
 /// A worker's open times: (name, microseconds).
@@ -106,11 +109,15 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     let mut recovery_bytes = 0;
     let mut repairs = Repairs::default();
     let mut times: Option<Times> = None;
+    let mut backends: Vec<&'static str> = Vec::new();
     for (h, ready) in opening {
         match ready.recv() {
             Ok(Ok(o)) => {
                 recovery_bytes += o.bytes;
                 repairs.merge(workers.len(), o.repairs);
+                if !backends.contains(&o.backend) {
+                    backends.push(o.backend);
+                }
                 // Workers open in parallel: each time is the slowest worker's.
                 times = Some(match times {
                     None => o.times,
@@ -155,6 +162,18 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     // (issue 18: recovery against the disk's sequential reads).
     for (name, us) in times.into_iter().flatten() {
         info.settings.push((name.into(), us.to_string()));
+    }
+    // What the workers' backends are, as set up: `ring` above is what was asked for.
+    info.settings
+        .push(("io_backend".into(), backends.join(", ")));
+    if matches!(cfg.io, crate::config::IoMode::Uring)
+        && backends.iter().any(|b| *b != cfg.ring.backend_name())
+    {
+        info.notes.push(format!(
+            "kvell.ring={} was asked for, but the kernel refused a flag: the workers run {}",
+            cfg.ring.name(),
+            backends.join(", ")
+        ));
     }
     let (scan_tx, scan_rx) = std::sync::mpsc::channel();
     let s2 = shared.clone();
@@ -220,7 +239,9 @@ fn open_worker(
             (rec, c, 0)
         }
     };
+    let backend = io.name();
     let opened = WorkerOpened {
+        backend,
         bytes: rec.bytes_read,
         repairs: std::mem::take(&mut rec.repairs),
         times: [

@@ -2,8 +2,9 @@
 //! submission queue and handed to the kernel in one `io_uring_enter` per batch.
 //! Completions are reaped as they come (never "wait for the whole batch").
 //!
-//! How the ring is set up is [`RingSetup`] (`kvell.ring`). By default as fio and the
-//! device probe set theirs up: `COOP_TASKRUN` (a completion does not interrupt the
+//! How the ring is set up is [`RingSetup`] (`kvell.ring`). By default with the flags
+//! fio and the device probe set (`COOP_TASKRUN`, `SINGLE_ISSUER`, `DEFER_TASKRUN`) plus
+//! `TASKRUN_FLAG`: `COOP_TASKRUN` (a completion does not interrupt the
 //! worker with an inter-processor interrupt to post it; in a virtual machine each
 //! such interrupt is an exit of both virtual CPUs), `TASKRUN_FLAG` (the ring says
 //! when completions wait to be posted, so that a reap without waiting enters the
@@ -26,9 +27,9 @@ use std::path::Path;
 /// How a worker's ring is set up (`kvell.ring`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RingSetup {
-    /// `COOP_TASKRUN | TASKRUN_FLAG | SINGLE_ISSUER | DEFER_TASKRUN`, as fio (3.33
-    /// and later) and `ycsb device`; on a kernel that refuses a flag, the next
-    /// setting down.
+    /// `COOP_TASKRUN | TASKRUN_FLAG | SINGLE_ISSUER | DEFER_TASKRUN`: fio's flags (3.33
+    /// and later, as `ycsb device`'s) plus `TASKRUN_FLAG`; on a kernel that refuses a
+    /// flag, the next setting down.
     Defer,
     /// `COOP_TASKRUN | TASKRUN_FLAG` (kernel 5.19 and later).
     Coop,
@@ -42,6 +43,15 @@ impl RingSetup {
             RingSetup::Defer => "defer",
             RingSetup::Coop => "coop",
             RingSetup::Plain => "plain",
+        }
+    }
+
+    /// The name of a backend set up this way ([`Backend::name`]).
+    pub fn backend_name(self) -> &'static str {
+        match self {
+            RingSetup::Defer => "io_uring (defer_taskrun)",
+            RingSetup::Coop => "io_uring (coop_taskrun)",
+            RingSetup::Plain => "io_uring",
         }
     }
 
@@ -240,8 +250,14 @@ impl Backend for Uring {
         // Completions whose posting waits for the worker (COOP_TASKRUN's task work,
         // DEFER_TASKRUN's deferred list) are posted by an enter with GETEVENTS, which
         // `submit` makes when the ring's flag says some wait.
+        // A transient refusal (EAGAIN, EBUSY) only leaves them for the next entry.
         if self.setup != RingSetup::Plain && self.ring.submission().taskrun() {
-            self.submit()?;
+            match self.submit() {
+                Err(e) if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EBUSY)) => {
+                    return Err(e);
+                }
+                _ => {}
+            }
         }
         self.drain(out);
         if wait && out.len() == before && self.count > 0 {
@@ -267,11 +283,7 @@ impl Backend for Uring {
         Ok(())
     }
     fn name(&self) -> &'static str {
-        match self.setup {
-            RingSetup::Defer => "io_uring (defer_taskrun)",
-            RingSetup::Coop => "io_uring (coop_taskrun)",
-            RingSetup::Plain => "io_uring",
-        }
+        self.setup.backend_name()
     }
     fn wake_on(&mut self, fd: RawFd) -> bool {
         self.wake = Some(fd);
@@ -314,14 +326,21 @@ mod tests {
         let dir = kvtestkit::conformance::TempDir::new("uring-setup");
         std::fs::create_dir_all(dir.path()).unwrap();
         for setup in [RingSetup::Defer, RingSetup::Coop, RingSetup::Plain] {
+            // O_DIRECT: buffered reads and writes may complete inside the submit, never
+            // through the deferred path this test is about
             let flags = IoFlags {
-                direct: false,
+                direct: true,
                 dsync: false,
             };
             let mut u = Uring::new(flags, 8, setup).unwrap();
-            let f = u
-                .open(&dir.path().join(format!("{}.dat", setup.name())))
-                .unwrap();
+            let f = match u.open(&dir.path().join(format!("{}.dat", setup.name()))) {
+                Ok(f) => f,
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    eprintln!("skipped: no O_DIRECT under {}", dir.path().display());
+                    return;
+                }
+                Err(e) => panic!("{e}"),
+            };
             u.set_len(f, 16 * PAGE as u64).unwrap();
             let reap_all = |u: &mut Uring, n: usize| -> Vec<IoDone> {
                 let mut out = Vec::new();

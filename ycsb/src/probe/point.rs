@@ -105,6 +105,14 @@ pub fn measure_point(
             "the probe file is smaller than one block per ring",
         ));
     }
+    if let Buffers::ReadInto(b) | Buffers::CopyInto(b) = spec.buffers
+        && b < spec.block as u64 * n
+    {
+        return Err(Error::usage(format!(
+            "a region of {b} bytes holds less than one {}-byte block for each of {n} rings",
+            spec.block
+        )));
+    }
     let seed = rng.next_u64();
     let start = Barrier::new(depths.len());
     let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
@@ -268,6 +276,17 @@ mod tests {
                 assert!(p.iops > 0.0 && p.read_fraction > 0.1, "{buffers:?}: {p:?}");
             }
         }
+        // a region too small to give every ring a frame is refused, not ignored
+        let small = PointSpec {
+            pattern: "randread",
+            qd: 8,
+            block: 4096,
+            read_fraction: 0.5,
+            secs: 0.01,
+            jobs: 2,
+            buffers: Buffers::ReadInto(4096),
+        };
+        assert!(measure_point(&f, 16 << 20, &small, &mut rng).is_err());
         assert_eq!(
             Buffers::ReadInto(1 << 20).per_ring(2),
             Buffers::ReadInto(1 << 19)

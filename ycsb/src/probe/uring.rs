@@ -19,8 +19,8 @@
 //! page cache, in random 4 KiB frames of a region as large as that cache, directly
 //! (the authors' C KVell reads into its cache pages) or copied there from the slot's
 //! buffer on completion (this project's KVell). On the development VM's virtio disk
-//! reads that land directly in a large region were 10-15% slower than reads into the
-//! slots' own buffers, and copied ones about as fast (results/device/buffers-vda.md).
+//! reads that land directly in a region of 1.3 GB did 0.852 of the reads into the
+//! slots' own buffers, and reads copied there 0.948 (results/device/buffers-vda.md).
 #![expect(
     unsafe_code,
     reason = "io_uring submission takes raw buffer pointers the kernel writes into"
@@ -195,33 +195,33 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         mut rng,
         buffers,
     } = job;
-    let set_up = (|| -> Result<IoUring> {
+    // The region reads land in or are copied to, mapped and touched before the
+    // barrier: no ring's clock starts while another still faults its region in.
+    let frames = (buffers.region() / block as u64) as usize;
+    let set_up = (|| -> Result<(IoUring, Option<kvell::io::PageMem>)> {
         let ring = fio_ring(qd.next_power_of_two().max(2) as u32)?;
         ring.submitter()
             .register_files(&[file.as_raw_fd()])
             .map_err(|e| Error::io("registering the probe file with io_uring", e))?;
-        Ok(ring)
+        let region = if frames > 0 {
+            let mut m = kvell::io::PageMem::new(frames * block / 4096, false)
+                .map_err(|e| Error::io("mapping the probe's buffer region", e))?;
+            m.populate(0..frames * block / 4096)
+                .map_err(|e| Error::io("touching the probe's buffer region", e))?;
+            Some(m)
+        } else {
+            None
+        };
+        Ok((ring, region))
     })();
     // every ring reaches the barrier, set up or not, so that no other ring waits forever
     start.wait();
-    let mut ring = set_up?;
+    let (mut ring, mut region) = set_up?;
     let mut bufs = AlignedBuf::new(qd * block);
     for b in bufs.chunks_exact_mut(8) {
         b.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
     let base = bufs.as_mut_ptr();
-    // The region reads land in or are copied to (touched here, before the clock
-    // starts, so that no page fault falls inside the measurement).
-    let frames = (buffers.region() / block as u64) as usize;
-    let mut region = if frames > 0 {
-        let mut m = kvell::io::PageMem::new(frames * block / 4096, false)
-            .map_err(|e| Error::io("mapping the probe's buffer region", e))?;
-        m.populate(0..frames * block / 4096)
-            .map_err(|e| Error::io("touching the probe's buffer region", e))?;
-        Some(m)
-    } else {
-        None
-    };
     let region_base = region.as_mut().map(|m| m.as_mut_ptr());
     let frame = move |r: &mut Rng| r.below(frames as u64) as usize * block;
     let (mut read_rng, mut copy_rng) = (
