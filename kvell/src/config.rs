@@ -139,7 +139,7 @@ impl Config {
             "psync" => IoMode::Psync,
             _ => IoMode::Uring,
         };
-        let ring = o.choice("ring", "defer", &["defer", "coop", "plain"])?;
+        let ring = o.choice("ring", "defer", &RingSetup::ALL.map(RingSetup::name))?;
         c.ring = RingSetup::parse(&ring).unwrap_or(RingSetup::Defer);
         c.freelist = o.usize("freelist", 64)?;
         c.direct = o.bool("direct", true)?;

@@ -55,13 +55,11 @@ impl RingSetup {
         }
     }
 
+    /// Every setup, from the most the kernel is asked for to the least.
+    pub const ALL: [RingSetup; 3] = [RingSetup::Defer, RingSetup::Coop, RingSetup::Plain];
+
     pub fn parse(s: &str) -> Option<RingSetup> {
-        Some(match s {
-            "defer" => RingSetup::Defer,
-            "coop" => RingSetup::Coop,
-            "plain" => RingSetup::Plain,
-            _ => return None,
-        })
+        RingSetup::ALL.into_iter().find(|r| r.name() == s)
     }
 
     /// The ring, set up as asked or, where the kernel refuses a flag (`EINVAL`), as
@@ -325,7 +323,7 @@ mod tests {
     fn every_setup_completes_reaped_without_waiting() {
         let dir = kvtestkit::conformance::TempDir::new("uring-setup");
         std::fs::create_dir_all(dir.path()).unwrap();
-        for setup in [RingSetup::Defer, RingSetup::Coop, RingSetup::Plain] {
+        for setup in RingSetup::ALL {
             // O_DIRECT: buffered reads and writes may complete inside the submit, never
             // through the deferred path this test is about
             let flags = IoFlags {

@@ -233,6 +233,19 @@ mod tests {
         assert!(merge("mixed", 64, 4096, &[]).is_err());
     }
 
+    /// A point of 8 in flight on 4 KiB blocks, half of a mix reads.
+    fn spec(pattern: &str, jobs: usize, secs: f64, buffers: Buffers) -> PointSpec<'_> {
+        PointSpec {
+            pattern,
+            qd: 8,
+            block: 4096,
+            read_fraction: 0.5,
+            secs,
+            jobs,
+            buffers,
+        }
+    }
+
     #[test]
     fn a_point_of_several_rings_adds_up() {
         let dir = kvtestkit::conformance::TempDir::new("probe-point");
@@ -242,16 +255,13 @@ mod tests {
         let f = super::super::open_direct(&path, false).unwrap();
         let mut rng = Rng::new(3);
         for (pattern, jobs) in [("randread", 2), ("mixed", 3), ("seqread", 2)] {
-            let spec = PointSpec {
-                pattern,
-                qd: 8,
-                block: 4096,
-                read_fraction: 0.5,
-                secs: 0.05,
-                jobs,
-                buffers: Buffers::Own,
-            };
-            let p = measure_point(&f, 16 << 20, &spec, &mut rng).unwrap();
+            let p = measure_point(
+                &f,
+                16 << 20,
+                &spec(pattern, jobs, 0.05, Buffers::Own),
+                &mut rng,
+            )
+            .unwrap();
             assert_eq!(p.jobs, Some(jobs), "{pattern}");
             assert_eq!(p.queue_depth, 8);
             assert!(p.iops > 0.0 && p.seconds >= 0.05, "{pattern}: {p:?}");
@@ -263,29 +273,13 @@ mod tests {
         // reads landing in a region (directly or copied there) are counted the same
         for buffers in [Buffers::ReadInto(1 << 20), Buffers::CopyInto(1 << 20)] {
             for pattern in ["randread", "mixed"] {
-                let spec = PointSpec {
-                    pattern,
-                    qd: 8,
-                    block: 4096,
-                    read_fraction: 0.5,
-                    secs: 0.05,
-                    jobs: 2,
-                    buffers,
-                };
-                let p = measure_point(&f, 16 << 20, &spec, &mut rng).unwrap();
+                let p = measure_point(&f, 16 << 20, &spec(pattern, 2, 0.05, buffers), &mut rng)
+                    .unwrap();
                 assert!(p.iops > 0.0 && p.read_fraction > 0.1, "{buffers:?}: {p:?}");
             }
         }
         // a region too small to give every ring a frame is refused, not ignored
-        let small = PointSpec {
-            pattern: "randread",
-            qd: 8,
-            block: 4096,
-            read_fraction: 0.5,
-            secs: 0.01,
-            jobs: 2,
-            buffers: Buffers::ReadInto(4096),
-        };
+        let small = spec("randread", 2, 0.01, Buffers::ReadInto(4096));
         assert!(measure_point(&f, 16 << 20, &small, &mut rng).is_err());
         assert_eq!(
             Buffers::ReadInto(1 << 20).per_ring(2),
@@ -298,15 +292,7 @@ mod tests {
         assert_eq!(Buffers::Own.per_ring(2), Buffers::Own);
         assert!(Buffers::Own.describe().is_empty());
         assert!(Buffers::ReadInto(4096).describe().contains("4096 bytes"));
-        let bad = PointSpec {
-            pattern: "sideways",
-            qd: 8,
-            block: 4096,
-            read_fraction: 0.5,
-            secs: 0.01,
-            jobs: 1,
-            buffers: Buffers::Own,
-        };
+        let bad = spec("sideways", 1, 0.01, Buffers::Own);
         assert!(measure_point(&f, 16 << 20, &bad, &mut rng).is_err());
     }
 }
