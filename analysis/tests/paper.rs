@@ -25,8 +25,11 @@ fn matrix(dir: &str, engine: &str) -> Value {
     read_json(&repo().join(format!("results/matrix-200k/{dir}/{engine}.json")))
 }
 
+/// The machine of the run files the fixture is built from (results/matrix-200k), so
+/// that the manifest and every result name one machine, as in a real run; the device
+/// probe copied beside them (results/device) may come from another.
 fn machine() -> Value {
-    read_json(&repo().join("results/device/device-vda.json"))["machine"].clone()
+    matrix("a-uniform", "kvell")["machine"].clone()
 }
 
 /// The run phase of a result.
