@@ -348,6 +348,10 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
                 }
             }
         }
+        // hand the kernel the completions just reaped before the next wait: with the
+        // ring's head left stale, that wait saw them still there and came back at once,
+        // one empty io_uring_enter more per I/O (fio publishes its head first)
+        cq.sync();
     }
     drop((submitter, sq, cq));
     drop(region);
