@@ -19,9 +19,9 @@
 //! page cache, in random 4 KiB frames of a region as large as that cache, directly
 //! (the authors' C KVell reads into its cache pages) or copied there from the slot's
 //! buffer on completion (this project's KVell). On the development VM's virtio disk
-//! reads that land directly in a region of 1.3 GB did 0.85-0.91 of the reads into the
-//! slots' own buffers, and reads copied there 0.95-0.98, in two alternating series
-//! (`scripts/device-buffers`; results/device/buffers-vda.md).
+//! reads that land directly in a region of 1.3 GB did 0.80-0.91 of the reads into the
+//! slots' own buffers, and reads copied there 0.88-0.98, in four alternating series
+//! (`scripts/device-buffers`; the latest in results/device/buffers-vda.md).
 #![expect(
     unsafe_code,
     reason = "io_uring submission takes raw buffer pointers the kernel writes into"
