@@ -25,6 +25,14 @@ pub struct ProbePoint {
     /// absent in files written before the probe could use several (one ring).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jobs: Option<usize>,
+    /// The probe process's CPU use while the point ran, in cores (CPU seconds of all
+    /// its threads over the point's seconds); absent in older files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_cores: Option<f64>,
+    /// The CPU load the process was held at while the point ran, in cores, its own
+    /// rings included (`ycsb device --cpu-load`); absent when the probe ran alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_load: Option<f64>,
 }
 
 /// A `ycsb device` result (`"kind": "device"`).

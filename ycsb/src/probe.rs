@@ -4,6 +4,7 @@
 //! Each run's result can then state the ceiling for its own I/O mix and the fraction
 //! of it reached (the paper: KVell reaches 98% of what the Optane can do).
 
+mod burn;
 mod point;
 mod uring;
 
@@ -43,6 +44,9 @@ pub struct ProbeConfig {
     pub reuse: bool,
     /// Where the random points' reads land.
     pub buffers: Buffers,
+    /// Cores of CPU the process is held at while each point runs, the probe's own
+    /// threads included (`ycsb device --cpu-load`); `None`: the probe alone.
+    pub cpu_load: Option<f64>,
 }
 
 /// What a probe (or the I/O method comparison) tells its caller as it goes.
@@ -155,22 +159,23 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         // so one ring understated the disk's sequential reads.
         let one = [1];
         let tries: &[usize] = if c.jobs.is_empty() { &one } else { &c.jobs };
+        let spec = |jobs| PointSpec {
+            pattern: pat,
+            qd,
+            block,
+            read_fraction: c.mixed_read_fraction,
+            secs: c.seconds,
+            jobs,
+            buffers: if pat.starts_with("seq") {
+                Buffers::Own
+            } else {
+                c.buffers
+            },
+            cpu_load: c.cpu_load,
+        };
         let mut best: Option<ProbePoint> = None;
         for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
-            let spec = PointSpec {
-                pattern: pat,
-                qd,
-                block,
-                read_fraction: c.mixed_read_fraction,
-                secs: c.seconds,
-                jobs,
-                buffers: if pat.starts_with("seq") {
-                    Buffers::Own
-                } else {
-                    c.buffers
-                },
-            };
-            let p = measure_point(&f, bytes, &spec, &mut rng)?;
+            let p = measure_point(&f, bytes, &spec(jobs), &mut rng)?;
             if tries.len() > 1 {
                 on(Step::Tried(&p));
             }
@@ -181,16 +186,7 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         // a point whose every ring count exceeds its depth runs on one ring
         let p = match best {
             Some(p) => p,
-            None => run_point(
-                &f,
-                bytes,
-                pat,
-                qd,
-                block,
-                c.mixed_read_fraction,
-                c.seconds,
-                &mut rng,
-            )?,
+            None => measure_point(&f, bytes, &spec(1), &mut rng)?,
         };
         on(Step::Measured(&p));
         points.push(p);
@@ -216,6 +212,7 @@ mod tests {
             patterns: vec![],
             reuse: false,
             buffers: Buffers::Own,
+            cpu_load: None,
         };
         let (fill, points) = probe(&c, &mut |_| {}).unwrap();
         assert!(fill > 0.0);

@@ -536,6 +536,43 @@ fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
     );
     assert!(j["points"][0]["iops"].as_f64().unwrap() > 0.0);
     assert!(stdout(&o).contains("random patterns' reads into"));
+    // under a CPU load: each point says the load it was held at and the cores it used
+    let dev3 = t.s("device-loaded.json");
+    let o = ycsb(&[
+        "device",
+        "--data",
+        &t.s("probe"),
+        "--size",
+        "16M",
+        "--qds",
+        "4",
+        "--patterns",
+        "randread",
+        "--seconds",
+        "0.1",
+        "--cpu-load",
+        "0.5",
+        "--out",
+        &dev3,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&dev3).unwrap()).unwrap();
+    let p = &j["points"][0];
+    assert_eq!(p["cpu_load"].as_f64(), Some(0.5), "{p}");
+    assert!(p["cpu_cores"].as_f64().unwrap() > 0.0, "{p}");
+    assert!(stdout(&o).contains("held at 0.5 cores"));
+    for bad in ["0", "-1", "1000", "lots"] {
+        assert_clean_error(
+            &ycsb(&[
+                "device",
+                "--data",
+                &t.s("probe"),
+                &format!("--cpu-load={bad}"),
+            ]),
+            "--cpu-load",
+        );
+    }
     assert_clean_error(
         &ycsb(&[
             "run",

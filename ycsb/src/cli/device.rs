@@ -54,6 +54,12 @@ pub(super) struct DeviceArgs {
     /// rings), as this project's KVell does with its page cache.
     #[arg(long)]
     pub(super) copy_into: Option<String>,
+    /// Hold this process's CPU use at this many cores while each point runs, the
+    /// probe's own threads included, with spinning threads: the disk measured with the
+    /// CPUs as busy as an engine's run kept them (the run's CPU seconds over its
+    /// seconds), where a virtual disk slows when the guest's CPUs are busy; e.g. 0.9.
+    #[arg(long)]
+    pub(super) cpu_load: Option<f64>,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -85,6 +91,14 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         return Err(Error::usage(
             "--seconds must be positive and --mix within [0, 1]",
         ));
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(c) = a.cpu_load
+        && !(c > 0.0 && c <= cpus as f64)
+    {
+        return Err(Error::usage(format!(
+            "--cpu-load: expected cores between 0 and the {cpus} this process may use, got {c}"
+        )));
     }
     let region = |flag: &str, v: &str| -> Result<u64> {
         match kvapi::parse_bytes(v) {
@@ -118,6 +132,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         patterns: a.patterns.clone(),
         reuse: a.reuse,
         buffers,
+        cpu_load: a.cpu_load,
     };
     let started = unix_now();
     let result = probe::probe(&cfg, &mut show);
@@ -142,10 +157,13 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
     if !report.buffers.is_empty() {
         println!("# random patterns' {}", report.buffers);
     }
-    println!("pattern    qd jobs   block      IOPS     MiB/s  mean us   p99 us");
+    if let Some(c) = a.cpu_load {
+        println!("# the process held at {c} cores of CPU while each point ran (--cpu-load)");
+    }
+    println!("pattern    qd jobs   block      IOPS     MiB/s  mean us   p99 us  cores");
     for p in &report.points {
         println!(
-            "{:<9} {:>3} {:>4} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1}",
+            "{:<9} {:>3} {:>4} {:>7} {:>9.0} {:>9.1} {:>8.1} {:>8.1} {:>6.2}",
             p.pattern,
             p.queue_depth,
             p.jobs.unwrap_or(1),
@@ -153,7 +171,8 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
             p.iops,
             p.mib_per_s,
             p.lat_mean_us,
-            p.lat_p99_us
+            p.lat_p99_us,
+            p.cpu_cores.unwrap_or(0.0)
         );
     }
     if fill > 0.0 {

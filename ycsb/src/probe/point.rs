@@ -2,12 +2,16 @@
 //! one or several rings, each driven by a thread of its own (fio's `numjobs`), and
 //! what the rings measured added up into one [`ProbePoint`].
 
+use super::burn::{burn, burners};
 use super::uring::{Buffers, Pattern, RingJob, RingResult, new_hist, run_ring};
 use crate::error::{Error, Result};
+use crate::procfs::process_cpu;
 use crate::rng::Rng;
 use kvtb_schema::ProbePoint;
 use std::fs::File;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 /// What one point measures.
 #[derive(Clone, Copy, Debug)]
@@ -25,6 +29,9 @@ pub struct PointSpec<'a> {
     pub jobs: usize,
     /// Where reads land (a region is split evenly over the rings).
     pub buffers: Buffers,
+    /// Cores of CPU this process is held at while the point runs, the rings
+    /// included ([`super::burn`]); `None`: the rings alone.
+    pub cpu_load: Option<f64>,
 }
 
 /// The queue depth of each of `jobs` rings keeping `qd` I/Os in flight together:
@@ -79,6 +86,8 @@ pub(crate) fn merge(
         lat_p99_us: hist.value_at_quantile(0.99) as f64 / 1000.0,
         seconds: elapsed,
         jobs: Some(rings.len()),
+        cpu_cores: None,
+        cpu_load: None,
     })
 }
 
@@ -114,8 +123,21 @@ pub fn measure_point(
         )));
     }
     let seed = rng.next_u64();
-    let start = Barrier::new(depths.len());
+    // the rings, the burners of a CPU load and this thread start together, so that
+    // the process's CPU is counted from the rings' start to their end
+    let n_burn = burners(spec.cpu_load);
+    let start = Barrier::new(depths.len() + n_burn + 1);
+    let stop = AtomicBool::new(false);
+    let mut cpu = (std::time::Duration::ZERO, 0.0);
     let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
+        for _ in 0..n_burn {
+            let (start, stop) = (&start, &stop);
+            let cores = spec.cpu_load.unwrap_or(0.0);
+            s.spawn(move || {
+                start.wait();
+                burn(cores, stop);
+            });
+        }
         let handles: Vec<_> = depths
             .iter()
             .enumerate()
@@ -140,16 +162,24 @@ pub fn measure_point(
                 s.spawn(move || run_ring(job, start))
             })
             .collect();
-        handles
+        start.wait();
+        let (c0, t0) = (process_cpu(), Instant::now());
+        let joined = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
             })
-            .collect()
+            .collect();
+        cpu = (process_cpu().saturating_sub(c0), t0.elapsed().as_secs_f64());
+        stop.store(true, Ordering::Relaxed);
+        joined
     });
     let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
-    merge(spec.pattern, spec.qd, spec.block, &rings)
+    let mut p = merge(spec.pattern, spec.qd, spec.block, &rings)?;
+    p.cpu_cores = Some(cpu.0.as_secs_f64() / cpu.1.max(1e-9));
+    p.cpu_load = spec.cpu_load.filter(|c| *c > 0.0);
+    Ok(p)
 }
 
 /// One point from one ring (the I/O method comparison's io_uring points).
@@ -175,6 +205,7 @@ pub fn run_point(
         secs,
         jobs: 1,
         buffers: Buffers::Own,
+        cpu_load: None,
     };
     measure_point(f, file_bytes, &spec, rng)
 }
@@ -243,6 +274,7 @@ mod tests {
             secs,
             jobs,
             buffers,
+            cpu_load: None,
         }
     }
 
@@ -278,6 +310,21 @@ mod tests {
                 assert!(p.iops > 0.0 && p.read_fraction > 0.1, "{buffers:?}: {p:?}");
             }
         }
+        // a point under a CPU load says so, and every point the cores it used
+        let mut loaded = spec("randread", 2, 0.05, Buffers::Own);
+        loaded.cpu_load = Some(0.5);
+        let p = measure_point(&f, 16 << 20, &loaded, &mut rng).unwrap();
+        assert_eq!(p.cpu_load, Some(0.5));
+        assert!(p.cpu_cores.is_some_and(|c| c > 0.0), "{p:?}");
+        let p = measure_point(
+            &f,
+            16 << 20,
+            &spec("randread", 1, 0.05, Buffers::Own),
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!(p.cpu_load, None);
+        assert!(p.cpu_cores.is_some());
         // a region too small to give every ring a frame is refused, not ignored
         let small = spec("randread", 2, 0.01, Buffers::ReadInto(4096));
         assert!(measure_point(&f, 16 << 20, &small, &mut rng).is_err());
