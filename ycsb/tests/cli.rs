@@ -508,28 +508,34 @@ fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
         &ycsb(&["device", "--data", &t.s("probe"), "--read-into", "lots"]),
         "--read-into",
     );
+    // a small probe of random reads with the given flags: its output and its result
+    let small_probe = |name: &str, flags: &[&str]| {
+        let (data, out) = (t.s("probe"), t.s(name));
+        let mut args = vec![
+            "device",
+            "--data",
+            &data,
+            "--size",
+            "16M",
+            "--qds",
+            "4",
+            "--patterns",
+            "randread",
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(flags);
+        let o = ycsb(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        (o, j)
+    };
     // reads landing in a region: the result says where
-    let dev2 = t.s("device-region.json");
-    let o = ycsb(&[
-        "device",
-        "--data",
-        &t.s("probe"),
-        "--size",
-        "16M",
-        "--qds",
-        "4",
-        "--patterns",
-        "randread",
-        "--seconds",
-        "0.05",
-        "--read-into",
-        "8M",
-        "--out",
-        &dev2,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&dev2).unwrap()).unwrap();
+    let (o, j) = small_probe(
+        "device-region.json",
+        &["--seconds", "0.05", "--read-into", "8M"],
+    );
     assert!(
         j["buffers"].as_str().unwrap().contains("8388608 bytes"),
         "{j}"
@@ -537,27 +543,10 @@ fn device_probe_writes_a_result_that_runs_use_for_their_ceiling() {
     assert!(j["points"][0]["iops"].as_f64().unwrap() > 0.0);
     assert!(stdout(&o).contains("random patterns' reads into"));
     // under a CPU load: each point says the load it was held at and the cores it used
-    let dev3 = t.s("device-loaded.json");
-    let o = ycsb(&[
-        "device",
-        "--data",
-        &t.s("probe"),
-        "--size",
-        "16M",
-        "--qds",
-        "4",
-        "--patterns",
-        "randread",
-        "--seconds",
-        "0.1",
-        "--cpu-load",
-        "0.5",
-        "--out",
-        &dev3,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let j: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&dev3).unwrap()).unwrap();
+    let (o, j) = small_probe(
+        "device-loaded.json",
+        &["--seconds", "0.1", "--cpu-load", "0.5"],
+    );
     let p = &j["points"][0];
     assert_eq!(p["cpu_load"].as_f64(), Some(0.5), "{p}");
     assert!(p["cpu_cores"].as_f64().unwrap() > 0.0, "{p}");
