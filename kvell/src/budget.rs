@@ -93,9 +93,10 @@ impl Budget {
             "not counted in the budget: requests in flight (the keys and values handed to \
              the engine) and a scan's merge of the workers' keys"
                 .into(),
-            "under kvell.memory the page cache is set up after recovery, not beside it: \
-             recovery's copies of the keys (48 B per copy found) are freed before the \
-             cache is touched"
+            "under kvell.memory the page cache is set up in two steps: beside recovery, \
+             what the budget leaves besides recovery's bound (96 B per slot); after it, \
+             the rest, made resident beside the first requests (the cache holds the \
+             first step's frames until then: cache_fill_beside_us)"
                 .into(),
         ]
     }

@@ -148,6 +148,7 @@ impl Engine for Kvell {
         let (mut items, mut ib) = (0u64, 0u64);
         let mut extra = [0u64; 6];
         let mut mem = [0u64; 5];
+        let mut fill_us = 0;
         for wk in &self.shared.workers {
             let s = &wk.stats;
             br += s.bytes_read.load(Relaxed);
@@ -166,6 +167,7 @@ impl Engine for Kvell {
             mem[2] += s.mem_io_buffers.load(Relaxed);
             mem[3] += s.mem_worker.load(Relaxed);
             mem[4] += s.mem_index.load(Relaxed);
+            fill_us = s.cache_fill_us.load(Relaxed).max(fill_us);
             // A poisoned index (a panic while it was held) is left out of the counts;
             // its worker's requests report `Error::Poisoned`.
             if let Ok(idx) = crate::index::lock(&wk.index) {
@@ -193,6 +195,8 @@ impl Engine for Kvell {
             ("recovery_torn_large".into(), self.recovery_torn_large),
             ("recovery_holes".into(), self.recovery_holes),
             ("recovery_stale".into(), self.recovery_stale),
+            // The page cache's second step, after the open (the longest worker's).
+            ("cache_fill_beside_us".into(), fill_us),
             // Gauges: bytes held, as of each worker's last fit of its cache to its
             // budget (budget.rs), so they add up as the worker saw them.
             ("memory.page_cache".into(), mem[0]),

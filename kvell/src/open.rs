@@ -1,7 +1,8 @@
 //! Opening the engine: every data directory is claimed and its layout checked; then
 //! each worker, on its own thread and in parallel with the others, opens its backend,
 //! recovers its slabs while a helper thread sets up its page cache (under a memory
-//! budget: after recovery, to the frames the budget leaves beside the index), marks
+//! budget: then, beside its first requests, to the frames the budget leaves beside
+//! the index), marks
 //! its clean-shutdown record open and starts serving; the scan thread starts last.
 
 use crate::budget::worker_other;
@@ -45,9 +46,10 @@ struct WorkerOpened {
     repairs: Repairs,
     /// Its open's times, in microseconds, by the names the engine reports them under
     /// (`EngineInfo.settings`): the page cache's setup (beside recovery, in
-    /// parallel) and of it the part after recovery, in series (under a budget:
-    /// `fill_to`); recovery's scan of the slabs, the worker's CPU time during it, and
-    /// what follows it (newest copies, repairs, index build: `Recovered`).
+    /// parallel) and of it the part after recovery, in series (under a budget: the
+    /// heap trimmed and `fill_beside` started); recovery's scan of the slabs, the
+    /// worker's CPU time during it, and what follows it (newest copies, repairs,
+    /// index build: `Recovered`).
     times: Times,
     /// The worker's I/O backend as it was set up (`Backend::name`): an io_uring set up
     /// with less than `kvell.ring` asked for, where the kernel refused a flag, says so.
@@ -213,7 +215,8 @@ fn open_worker(
         // helper thread, while this one waits for its reads), the frames the budget
         // leaves besides an upper bound of what recovery holds (`recovery_bound`);
         // after it, once its key map is freed and the index known, the rest of what
-        // the budget leaves (`PageCache::fill_to`), or it gives back what is over.
+        // the budget leaves, made resident by a helper thread while the worker
+        // already serves (`PageCache::fill_beside`), or it gives back what is over.
         Some(b) => {
             let cap = b.cache_frames();
             let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
@@ -226,7 +229,7 @@ fn open_worker(
             let free = rec.slabs.iter().map(|s| s.free.bytes()).sum();
             let index = rec.index.bytes();
             let other = index + cap as u64 * META_PER_FRAME + worker_other(index, free);
-            c.fill_to(b.cache_limit(other))?;
+            c.fill_beside(b.cache_limit(other))?;
             let after_us = t.elapsed().as_micros() as u64;
             (rec, (c, early_us + after_us), after_us)
         }
@@ -313,7 +316,7 @@ const RECOVERY_FIXED: u64 = 8 << 20;
 /// its slab files in `dir` (a slot per `slab::unit_len`, or `per_page` of them in a
 /// page of a small class; a file that is not there holds nothing): what the page
 /// cache leaves beside it while recovery runs. Keys too long to be inline are rare
-/// and not bounded here; the budget's second step (`fill_to`) takes back what is
+/// and not bounded here; the budget's second step (`fill_beside`) takes back what is
 /// over once the index is known.
 fn recovery_bound(dir: &std::path::Path, w: usize) -> u64 {
     let mut slots = 0;

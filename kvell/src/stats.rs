@@ -27,4 +27,7 @@ pub struct Stats {
     /// Free lists, the worker's fixed memory (thread, ring, request tables) and the
     /// allocator's overhead on the index (estimated: `budget::worker_other`).
     pub mem_worker: AtomicU64,
+    /// Microseconds the page cache's second step took beside the first requests
+    /// (`PageCache::fill_beside`), once it has ended (0 before, or without one).
+    pub cache_fill_us: AtomicU64,
 }

@@ -20,4 +20,4 @@ pub mod uring;
 pub use backend::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
 pub use buf::{AlignedBuf, BufPool, PAGE, RUN};
 pub use mapped_vec::MappedVec;
-pub use pagemem::PageMem;
+pub use pagemem::{PageMem, Populator};

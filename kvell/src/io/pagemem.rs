@@ -152,6 +152,18 @@ impl PageMem {
         Ok(())
     }
 
+    /// A handle that makes pages `pages` resident from another thread, while this
+    /// mapping is in use (the page cache's second step, after recovery: see
+    /// `PageCache::fill_beside`). The caller keeps the mapping where it is (no
+    /// [`PageMem::grow`], no drop) until the handle's work has ended.
+    pub fn populator(&self, pages: Range<usize>) -> io::Result<Populator> {
+        let (at, len) = self.check(&pages)?;
+        Ok(Populator {
+            at: at as usize,
+            len,
+        })
+    }
+
     /// How many of pages `pages` are resident.
     pub fn resident(&self, pages: Range<usize>) -> io::Result<usize> {
         let (at, len) = self.check(&pages)?;
@@ -166,6 +178,43 @@ impl PageMem {
             return Err(io::Error::last_os_error());
         }
         Ok(v.iter().filter(|&&b| b & 1 == 1).count())
+    }
+}
+
+/// Pages of a [`PageMem`] to make resident from another thread (see
+/// [`PageMem::populator`]).
+pub struct Populator {
+    at: usize,
+    len: usize,
+}
+
+impl Populator {
+    /// Makes the pages resident with `MADV_POPULATE_WRITE`, as a write to each would,
+    /// without changing a byte of them. Where the kernel refuses the advice (before
+    /// Linux 5.14) it does nothing and says so: writing to the pages here, as
+    /// [`PageMem::populate`] does, could race with their owner's writes, so they are
+    /// left to their first use.
+    pub fn run(self) -> io::Result<()> {
+        if self.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies within a live mapping (checked when the handle was
+        // made; its owner keeps it mapped and in place until this returns) and is
+        // page-aligned. The advice only faults the pages in, writable, as a write
+        // would; it reads and writes none of their bytes, so it cannot race with the
+        // owner's use of them.
+        let r = unsafe {
+            libc::madvise(
+                self.at as *mut libc::c_void,
+                self.len,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
     }
 }
 

@@ -19,6 +19,9 @@ impl Worker {
     /// the room the last fit left (`refit_at`), so the cache gives way to the index
     /// at once: one frame per page of index.
     pub(super) fn fit_memory(&mut self) {
+        if let Some(us) = self.cache.settle(false) {
+            self.stats.cache_fill_us.store(us, Relaxed);
+        }
         let meta = self.cache.meta_bytes();
         let io = self.queue.pool.bytes();
         let free = self.slabs.iter().map(|s| s.free.bytes()).sum();
