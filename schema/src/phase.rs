@@ -198,6 +198,22 @@ pub struct Sample {
     pub dev_write_bytes: Option<u64>,
     /// Fraction of the interval the device had I/O in flight.
     pub dev_util: Option<f64>,
+    /// Page faults of the process that read the disk, in the interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub major_faults: Option<u64>,
+    /// Seconds of the interval in which some task of the machine waited for a CPU
+    /// (/proc/pressure/cpu, `some`; machine-wide, this process included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_pressure_s: Option<f64>,
+    /// Seconds of the interval in which some task of the machine stalled on memory
+    /// (/proc/pressure/memory, `some`: reclaim, compaction, refaults).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_pressure_s: Option<f64>,
+    /// CPU seconds the hypervisor took from the machine's virtual CPUs in the
+    /// interval (/proc/stat `steal`, all CPUs): a second in which the VM's host held
+    /// it shows here, and not in the process's own CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_s: Option<f64>,
     /// The process's resident memory at the end of the interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rss_bytes: Option<u64>,

@@ -86,6 +86,11 @@ fn merge_timeline(phases: &[&Phase], t0: u64) -> Vec<Sample> {
             b.errors += s.errors;
             b.cpu_user_s += s.cpu_user_s;
             b.cpu_sys_s += s.cpu_sys_s;
+            // per process, so they add up (the machine-wide counters, like the
+            // device's, are not merged)
+            if let Some(f) = s.major_faults {
+                *b.major_faults.get_or_insert(0) += f;
+            }
             for (k, v) in &s.ops {
                 *b.ops.entry(k.clone()).or_insert(0) += v;
             }

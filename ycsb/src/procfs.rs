@@ -107,6 +107,50 @@ pub fn diskstats(device: &str) -> Option<DiskStats> {
     parse_diskstats(&std::fs::read_to_string("/proc/diskstats").ok()?, device)
 }
 
+/// The CPU time the hypervisor took from this machine's virtual CPUs so far (all
+/// CPUs: /proc/stat's `steal`, read from the host's steal clock, so it adds up exactly
+/// though it is reported at the scheduler's tick; 0 on bare metal).
+pub fn parse_steal(text: &str, hz: u64) -> Option<Duration> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    // user nice system idle iowait irq softirq steal guest guest_nice
+    let steal: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+    (hz > 0).then(|| Duration::from_nanos(steal.saturating_mul(1_000_000_000) / hz))
+}
+
+/// The machine's stolen CPU time now.
+pub fn steal() -> Option<Duration> {
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    parse_steal(
+        &std::fs::read_to_string("/proc/stat").ok()?,
+        u64::try_from(hz).ok()?,
+    )
+}
+
+/// The `some` total of a pressure-stall file: how long, in all, at least one task of
+/// the machine was held up (waiting for a CPU, or stalled on memory: reclaim,
+/// compaction, refaults).
+pub fn parse_pressure(text: &str) -> Option<Duration> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    let us: u64 = line
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()?;
+    Some(Duration::from_micros(us))
+}
+
+/// The machine's CPU and memory pressure-stall totals now (/proc/pressure; None
+/// where the kernel has no PSI).
+pub fn pressure() -> (Option<Duration>, Option<Duration>) {
+    let read = |kind: &str| {
+        std::fs::read_to_string(format!("/proc/pressure/{kind}"))
+            .ok()
+            .and_then(|t| parse_pressure(&t))
+    };
+    (read("cpu"), read("memory"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +166,20 @@ mod tests {
         assert_eq!(s.io_ticks_ms, 66_788);
         assert_eq!(s.flushes, 142_418);
         assert!(parse_diskstats(text, "sda").is_none());
+    }
+
+    #[test]
+    fn parses_steal_and_pressure() {
+        let text = "cpu  1000 50 300 90000 20 7 3 250 0 0\ncpu0 500 25 150 45000 10 3 1 125 0 0\n";
+        assert_eq!(parse_steal(text, 100), Some(Duration::from_millis(2_500)));
+        assert!(parse_steal("cpu  1 2 3\n", 100).is_none(), "too few fields");
+        assert!(parse_steal("intr 1\n", 100).is_none());
+        let psi = "some avg10=1.13 avg60=2.33 avg300=1.62 total=5575046460\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        assert_eq!(
+            parse_pressure(psi),
+            Some(Duration::from_micros(5_575_046_460))
+        );
+        assert!(parse_pressure("full avg10=0.00 total=3\n").is_none());
+        assert!(steal().is_some(), "/proc/stat is readable on Linux");
     }
 }

@@ -285,6 +285,25 @@ fn warmup_is_excluded_and_duration_limits_the_run() {
     let tl = run["timeline"].as_array().unwrap();
     assert_eq!(tl[0]["warmup"], true, "{tl:?}");
     assert_eq!(tl.last().unwrap()["warmup"], false);
+    // Each second says what the VM's host took and how long the machine's tasks
+    // waited for a CPU or stalled on memory: at most the second itself (the
+    // pressure, a wall-clock share) or every CPU's second (steal).
+    let cpus = std::thread::available_parallelism().map_or(64, |n| n.get()) as f64;
+    let mut prev = 0.0;
+    for s in tl {
+        let t = s["t"].as_f64().unwrap();
+        let dt = t - prev + 0.05;
+        prev = t;
+        let steal = s["steal_s"].as_f64().unwrap();
+        assert!((0.0..=dt * cpus).contains(&steal), "{s}");
+        for k in ["cpu_pressure_s", "memory_pressure_s"] {
+            if std::path::Path::new("/proc/pressure").exists() {
+                let p = s[k].as_f64().unwrap();
+                assert!((0.0..=dt).contains(&p), "{k}: {s}");
+            }
+        }
+        assert!(s["major_faults"].as_u64().is_some(), "{s}");
+    }
 }
 
 #[test]

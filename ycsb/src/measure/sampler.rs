@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::measure::recorder::{KINDS, Slot, new_interval_hist};
 use crate::measure::watch::{Reader, Watch};
-use crate::procfs::{cpu_times, diskstats, proc_io};
+use crate::procfs::{diskstats, pressure, proc_io, steal, usage};
 use crate::workload::OpKind;
 use hdrhistogram::Histogram;
 use kvtb_schema::{IntervalLatency, Sample};
@@ -139,7 +139,9 @@ impl Sampler {
             .spawn(move || {
                 let mut out = Vec::new();
                 let mut prev = Totals::default();
-                let mut prev_cpu = cpu_times();
+                let mut prev_use = usage();
+                let mut prev_steal = steal();
+                let mut prev_psi = pressure();
                 let mut prev_io = proc_io();
                 let mut prev_disk = device.as_deref().and_then(diskstats);
                 let mut prev_t = start;
@@ -156,7 +158,9 @@ impl Sampler {
                     let latency = interval_latency(&s2, n as u64, &mut seen);
                     let now = Instant::now();
                     let cur = totals(&kvapi::sync::lock_handoff(&s2));
-                    let cpu = cpu_times();
+                    let used = usage();
+                    let stolen = steal();
+                    let psi = pressure();
                     let io = proc_io();
                     let disk = device.as_deref().and_then(diskstats);
                     let dd = disk.zip(prev_disk);
@@ -183,8 +187,20 @@ impl Sampler {
                         } else {
                             0.0
                         },
-                        cpu_user_s: (cpu.0.saturating_sub(prev_cpu.0)).as_secs_f64(),
-                        cpu_sys_s: (cpu.1.saturating_sub(prev_cpu.1)).as_secs_f64(),
+                        cpu_user_s: (used.user.saturating_sub(prev_use.user)).as_secs_f64(),
+                        cpu_sys_s: (used.system.saturating_sub(prev_use.system)).as_secs_f64(),
+                        major_faults: Some(used.major_faults.saturating_sub(prev_use.major_faults)),
+                        steal_s: stolen
+                            .zip(prev_steal)
+                            .map(|(a, b)| a.saturating_sub(b).as_secs_f64()),
+                        cpu_pressure_s: psi
+                            .0
+                            .zip(prev_psi.0)
+                            .map(|(a, b)| a.saturating_sub(b).as_secs_f64()),
+                        memory_pressure_s: psi
+                            .1
+                            .zip(prev_psi.1)
+                            .map(|(a, b)| a.saturating_sub(b).as_secs_f64()),
                         proc_read_bytes: io.zip(prev_io).map(|(a, b)| a.0.saturating_sub(b.0)),
                         proc_write_bytes: io.zip(prev_io).map(|(a, b)| a.1.saturating_sub(b.1)),
                         dev_read_iops: dd
@@ -215,7 +231,9 @@ impl Sampler {
                         return out;
                     }
                     prev = cur;
-                    prev_cpu = cpu;
+                    prev_use = used;
+                    prev_steal = stolen;
+                    prev_psi = psi;
                     prev_io = io;
                     prev_disk = disk;
                     prev_t = now;

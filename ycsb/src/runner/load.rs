@@ -25,7 +25,9 @@ pub fn load(engine: Arc<dyn Engine>, w: Arc<Workload>, d: &Driving, ctx: &Ctx) -
     load_items(
         engine,
         w.insertcount as u64,
-        |t| OpStream::new(w.clone(), acks.clone(), seed, 1_000_000 + t),
+        // the injector's one stream is `u64::MAX` (stream 999999, as release builds
+        // always made it: a plain add overflowed in debug builds)
+        |t| OpStream::new(w.clone(), acks.clone(), seed, 1_000_000u64.wrapping_add(t)),
         |stream, i| {
             let n = start + i as i64;
             (w.key(n), stream.value_len_for(n))
