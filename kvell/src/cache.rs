@@ -493,6 +493,12 @@ mod tests {
         c.frames.resident(0..c.cap as usize).unwrap()
     }
 
+    /// The cache holds `n` frames resident, touched up to its limit, and says so.
+    fn assert_holds(c: &PageCache, n: usize) {
+        assert_eq!(resident_frames(c), n, "frames touched up to the limit");
+        assert_eq!(c.resident_bytes(), n as u64 * PAGE as u64);
+    }
+
     /// A falling limit evicts the least recently used pages and gives their frames'
     /// memory back (the kernel no longer counts them resident); lookups stay right;
     /// the cache holds no more than its limit until the limit rises, and then reuses
@@ -578,12 +584,7 @@ mod tests {
     fn a_cache_filled_to_a_limit_holds_that_limit() {
         let mut c = PageCache::with_limit(256, 32).unwrap();
         c.fill_to(200).unwrap();
-        assert_eq!(
-            resident_frames(&c),
-            200,
-            "frames touched up to the new limit"
-        );
-        assert_eq!(c.resident_bytes(), 200 * PAGE as u64);
+        assert_holds(&c, 200);
         for i in 0..300u64 {
             c.put(Unit(i), &vec![i as u8; PAGE]);
         }
@@ -622,12 +623,7 @@ mod tests {
         assert!(c.get(Unit(0)).is_none(), "held at 32 frames meanwhile");
         assert!(c.settle(true).is_some(), "a fill under way ends");
         assert_eq!(c.limit(), 200);
-        assert_eq!(
-            resident_frames(&c),
-            200,
-            "frames touched up to the new limit"
-        );
-        assert_eq!(c.resident_bytes(), 200 * PAGE as u64);
+        assert_holds(&c, 200);
         for i in 100..400u64 {
             c.put(Unit(i), &page(i));
         }
