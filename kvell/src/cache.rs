@@ -16,8 +16,6 @@
 use crate::io::{PAGE, PageMem};
 use crate::slab::Unit;
 use kvapi::{Error, Result};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 const NIL: u32 = u32::MAX;
@@ -74,17 +72,12 @@ pub struct PageCache {
 }
 
 /// Frames `touched..to` being made resident by a helper thread, so that the open does
-/// not wait for them (`fill_beside`).
+/// not wait for them (`fill_beside`). The helper returns whether the kernel made them
+/// resident (it may refuse the advice: then they are left to their first use) and
+/// the microseconds it took.
 struct Fill {
     to: u32,
-    /// The helper has ended.
-    done: Arc<AtomicBool>,
-    /// The kernel made the frames resident (it may refuse the advice: then they are
-    /// left to their first use).
-    ok: Arc<AtomicBool>,
-    /// Microseconds the helper took.
-    us: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
+    thread: JoinHandle<(bool, u64)>,
 }
 
 impl PageCache {
@@ -235,9 +228,10 @@ impl PageCache {
     /// touched before (`settle`, at each of the worker's turns, then applies the limit
     /// last asked for). A cache that opens empty loses nothing by this: it fills from
     /// reads, far slower than the kernel makes frames resident. The open used to wait
-    /// for this step: 40-100 ms of each open of 4M items, and 420-490 ms where the
-    /// VM's host had taken its free memory back (first touches at 0.7 GB/s,
-    /// 2026-12-05), a tenth of the open after the scan. A fall is applied at once.
+    /// for this step: 37-48 ms of each open of 4M items, and 410-490 ms where the
+    /// VM's host had taken back the memory recovery had just freed (first touches at
+    /// 0.4 GB/s, 2026-12-05), a tenth of the open after the scan. A fall is applied at
+    /// once.
     pub fn fill_beside(&mut self, limit: u32) -> Result<()> {
         self.settle(true);
         let limit = limit.min(self.cap);
@@ -249,31 +243,18 @@ impl PageCache {
             .frames
             .populator(self.touched as usize..limit as usize)
             .map_err(|e| Error::io("making the page cache's frames resident", e))?;
-        let (done, ok, us) = (
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicU64::new(0)),
-        );
-        let (d, o, u) = (done.clone(), ok.clone(), us.clone());
         let spawned = std::thread::Builder::new()
             .name("kvell-cache-fill".into())
             .spawn(move || {
                 idle_priority();
                 let t = std::time::Instant::now();
-                o.store(pop.run().is_ok(), Ordering::Relaxed);
-                u.store(t.elapsed().as_micros() as u64, Ordering::Relaxed);
-                d.store(true, Ordering::Release);
+                let ok = pop.run().is_ok();
+                (ok, t.elapsed().as_micros() as u64)
             });
         let Ok(thread) = spawned else {
             return self.fill_to(limit);
         };
-        self.fill = Some(Fill {
-            to: limit,
-            done,
-            ok,
-            us,
-            thread: Some(thread),
-        });
+        self.fill = Some(Fill { to: limit, thread });
         self.set_limit(limit);
         Ok(())
     }
@@ -283,19 +264,17 @@ impl PageCache {
     /// limit last asked for applies (giving back what is over it). Returns the
     /// helper's microseconds when it ends one.
     pub fn settle(&mut self, wait: bool) -> Option<u64> {
-        let f = self.fill.as_ref()?;
-        if !wait && !f.done.load(Ordering::Acquire) {
+        if !wait && !self.fill.as_ref()?.thread.is_finished() {
             return None;
         }
-        let mut f = self.fill.take()?;
-        if let Some(t) = f.thread.take() {
-            let _ = t.join();
-        }
-        if f.ok.load(Ordering::Relaxed) {
+        let f = self.fill.take()?;
+        // A helper that panicked made nothing resident that it says.
+        let (ok, us) = f.thread.join().unwrap_or((false, 0));
+        if ok {
             self.touched = self.touched.max(f.to);
         }
         self.set_limit(self.wanted);
-        Some(f.us.load(Ordering::Relaxed))
+        Some(us)
     }
 
     fn bucket(&self, unit: Unit) -> usize {
@@ -453,8 +432,8 @@ fn idle_priority() {
 impl Drop for PageCache {
     fn drop(&mut self) {
         // The helper works on the frames' mapping: it ends before the mapping goes.
-        if let Some(t) = self.fill.as_mut().and_then(|f| f.thread.take()) {
-            let _ = t.join();
+        if let Some(f) = self.fill.take() {
+            let _ = f.thread.join();
         }
     }
 }

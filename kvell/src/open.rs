@@ -2,8 +2,8 @@
 //! each worker, on its own thread and in parallel with the others, opens its backend,
 //! recovers its slabs while a helper thread sets up its page cache (under a memory
 //! budget: then, beside its first requests, to the frames the budget leaves beside
-//! the index), marks
-//! its clean-shutdown record open and starts serving; the scan thread starts last.
+//! the index), marks its clean-shutdown record open and starts serving; the scan
+//! thread starts last.
 
 use crate::budget::worker_other;
 use crate::cache::{META_PER_FRAME, PageCache};
