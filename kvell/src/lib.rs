@@ -13,6 +13,7 @@ mod cache;
 mod clean;
 mod config;
 mod engine;
+mod hint;
 mod index;
 pub mod io;
 mod layout;

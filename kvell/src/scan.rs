@@ -13,12 +13,17 @@
 //! thread's own unbounded channel (a worker never blocks on it), and the next reads
 //! of that scan are issued then; so the reads of every scan in flight overlap.
 
-use crate::request::{Done, WReq};
+use crate::index::Found;
+use crate::request::{Batched, Done, WReq};
 use crate::route::Shared;
 use crate::slab::Loc;
 use kvapi::{Error, Pair, Reply, Result};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex};
+
+/// A read's reply as it comes back: its position in the scan, its key (given back by
+/// the worker, None if the read never ran) and the reply.
+type ReadReply = (u32, Option<Vec<u8>>, Result<Reply>);
 
 pub(crate) enum Event {
     Job {
@@ -26,10 +31,10 @@ pub(crate) enum Event {
         count: usize,
         done: Done,
     },
-    /// The replies to one batch of reads: (position in the scan, reply).
+    /// The replies to one batch of reads.
     Reads {
         scan: usize,
-        replies: Vec<(usize, Result<Reply>)>,
+        replies: Vec<ReadReply>,
     },
     /// Finish the scans in progress, then return.
     Stop,
@@ -37,14 +42,42 @@ pub(crate) enum Event {
 
 /// Reads of one scan sent to one worker together: the last to complete sends all
 /// their replies to the scan thread in one event (one wake-up, not one per item).
+/// Each read's completion is this batch and the read's position (`Done::part`): no
+/// completion boxed per read, and the key travels to the worker and back rather
+/// than being copied.
 struct Batch {
+    scan: usize,
+    tx: Sender<Event>,
+    replies: Mutex<Replies>,
+}
+
+struct Replies {
     left: usize,
-    replies: Vec<(usize, Result<Reply>)>,
+    got: Vec<ReadReply>,
+}
+
+impl Batched for Batch {
+    fn reply(&self, i: u32, key: Option<Vec<u8>>, r: Result<Reply>) {
+        // Replies on their way to the scan thread: a hand-off slot.
+        let mut g = kvapi::sync::lock_handoff(&self.replies);
+        g.got.push((i, key, r));
+        g.left -= 1;
+        if g.left == 0 {
+            let replies = std::mem::take(&mut g.got);
+            drop(g);
+            let _ = self.tx.send(Event::Reads {
+                scan: self.scan,
+                replies,
+            });
+        }
+    }
 }
 
 struct Scan {
-    /// The keys and where the index walk found them.
-    keys: Vec<(Vec<u8>, Loc)>,
+    /// The keys (each away while its read is out) and where the index walk found
+    /// them.
+    keys: Vec<Option<Vec<u8>>>,
+    locs: Vec<Loc>,
     values: Vec<Option<Vec<u8>>>,
     next: usize,
     pending: usize,
@@ -52,17 +85,39 @@ struct Scan {
     done: Done,
 }
 
+/// What `collect` reuses from scan to scan: the entries found in every worker's
+/// index and their keys, in one buffer.
+#[derive(Default)]
+struct Walk {
+    keys: Vec<u8>,
+    found: Vec<Found>,
+}
+
 /// The first `count` keys >= `start` over all workers, in order, each with its
-/// location then.
-fn collect(shared: &Shared, start: &[u8], count: usize) -> Result<Vec<(Vec<u8>, Loc)>> {
-    let mut keys = Vec::new();
+/// location then. Up to `count` entries come from each worker; only the keys kept
+/// are allocated.
+fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Result<Scan0> {
+    walk.keys.clear();
+    walk.found.clear();
     for w in &shared.workers {
         let idx = crate::index::lock(&w.index)?;
-        keys.extend(idx.entries_from(start, count));
+        idx.entries_into(start, count, &mut walk.keys, &mut walk.found);
     }
-    keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    keys.truncate(count);
-    Ok(keys)
+    let Walk { keys, found } = walk;
+    if shared.workers.len() > 1 {
+        found.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
+    }
+    found.truncate(count);
+    Ok(Scan0 {
+        keys: found.iter().map(|f| Some(f.key(keys).to_vec())).collect(),
+        locs: found.iter().map(|f| f.loc).collect(),
+    })
+}
+
+/// A scan's keys and locations, before its reads.
+struct Scan0 {
+    keys: Vec<Option<Vec<u8>>>,
+    locs: Vec<Loc>,
 }
 
 /// The scan thread's loop; `tx` sends to `rx` (completions use it).
@@ -72,8 +127,11 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
     let mut free: Vec<usize> = Vec::new();
     let mut active = 0;
     let mut stopping = false;
-    // Reads issued together (positions in the scan), per worker: one message each.
-    let mut batches: Vec<Vec<usize>> = shared.workers.iter().map(|_| Vec::new()).collect();
+    let mut walk = Walk::default();
+    // Reads issued together (positions in the scan and keys), per worker: one message
+    // each.
+    let mut batches: Vec<Vec<(usize, Vec<u8>)>> =
+        shared.workers.iter().map(|_| Vec::new()).collect();
     while !(stopping && active == 0) {
         let Ok(ev) = rx.recv() else { return };
         let id = match ev {
@@ -86,11 +144,14 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                     done.call(Err(Error::Closed));
                     continue;
                 }
-                let keys = if count == 0 {
-                    Vec::new()
+                let Scan0 { keys, locs } = if count == 0 {
+                    Scan0 {
+                        keys: Vec::new(),
+                        locs: Vec::new(),
+                    }
                 } else {
-                    match collect(shared, &start, count) {
-                        Ok(keys) => keys,
+                    match collect(shared, &start, count, &mut walk) {
+                        Ok(s) => s,
                         Err(e) => {
                             done.call(Err(e));
                             continue;
@@ -104,6 +165,7 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                 let scan = Scan {
                     values: vec![None; keys.len()],
                     keys,
+                    locs,
                     next: 0,
                     pending: 0,
                     err: None,
@@ -127,7 +189,11 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                     continue;
                 };
                 s.pending -= replies.len();
-                for (i, r) in replies {
+                for (i, key, r) in replies {
+                    let i = i as usize;
+                    if key.is_some() {
+                        s.keys[i] = key;
+                    }
                     match r {
                         Ok(Reply::Value(v)) => s.values[i] = v,
                         Ok(_) => {}
@@ -143,37 +209,32 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
             continue;
         };
         while s.next < s.keys.len() && s.pending < in_flight && s.err.is_none() {
-            batches[shared.worker_of(&s.keys[s.next].0)].push(s.next);
+            // The key goes with the read and comes back with its reply.
+            if let Some(key) = s.keys[s.next].take() {
+                batches[shared.worker_of(&key)].push((s.next, key));
+                s.pending += 1;
+            }
             s.next += 1;
-            s.pending += 1;
         }
         for (w, b) in batches.iter_mut().enumerate() {
             if b.is_empty() {
                 continue;
             }
-            let batch = Arc::new(Mutex::new(Batch {
-                left: b.len(),
-                replies: Vec::with_capacity(b.len()),
-            }));
+            let batch: Arc<dyn Batched> = Arc::new(Batch {
+                scan: id,
+                tx: tx.clone(),
+                replies: Mutex::new(Replies {
+                    left: b.len(),
+                    got: Vec::with_capacity(b.len()),
+                }),
+            });
+            // The worker reads the slot the walk found and checks that it still holds
+            // the key (else it asks its index): no second lookup.
             let ops = b
                 .drain(..)
-                .map(|i| {
-                    let (batch, tx) = (batch.clone(), tx.clone());
-                    let done = Done::new(move |r| {
-                        // Replies on their way to the scan thread: a hand-off slot.
-                        let mut g = kvapi::sync::lock_handoff(&batch);
-                        g.replies.push((i, r));
-                        g.left -= 1;
-                        if g.left == 0 {
-                            let replies = std::mem::take(&mut g.replies);
-                            drop(g);
-                            let _ = tx.send(Event::Reads { scan: id, replies });
-                        }
-                    });
-                    // The worker reads the slot the walk found and checks that it
-                    // still holds the key (else it asks its index): no second lookup.
-                    let (key, at) = &s.keys[i];
-                    (WReq::Get(key.clone()), Some(*at), done)
+                .map(|(i, key)| {
+                    let done = Done::part(batch.clone(), i as u32);
+                    (WReq::Get(key), Some(s.locs[i]), done)
                 })
                 .collect();
             shared.send_many(w, ops);
@@ -190,7 +251,7 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                     .keys
                     .into_iter()
                     .zip(s.values)
-                    .filter_map(|((k, _), v)| v.map(|v| (k, v)))
+                    .filter_map(|(k, v)| Some((k?, v?)))
                     .collect::<Vec<Pair>>()),
             };
             s.done.call(r.map(Reply::Pairs));

@@ -36,6 +36,21 @@ fn block_of<'a>(map: &'a BTreeMap<Key, Box<[u8]>>, key: &[u8]) -> Option<(&'a Ke
         .map(|(k, b)| (k, &**b))
 }
 
+/// An entry found by [`Index::entries_into`]: its key, at `at..at + len` of the keys'
+/// buffer, and its location.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    at: usize,
+    len: usize,
+    pub(crate) loc: Loc,
+}
+
+impl Found {
+    pub(crate) fn key<'a>(&self, keys: &'a [u8]) -> &'a [u8] {
+        &keys[self.at..self.at + self.len]
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Index {
     /// First key of each block -> the block.
@@ -328,12 +343,27 @@ impl Index {
     }
 
     /// Up to `n` entries with keys >= `start`, in order.
+    #[cfg(test)]
     pub(crate) fn entries_from(&self, start: &[u8], n: usize) -> Vec<(Vec<u8>, Loc)> {
-        let mut out = Vec::new();
+        let (mut keys, mut out) = (Vec::new(), Vec::new());
+        self.entries_into(start, n, &mut keys, &mut out);
+        out.iter().map(|e| (e.key(&keys).to_vec(), e.loc)).collect()
+    }
+
+    /// Appends up to `n` entries with keys >= `start` to `out`, in order, their keys
+    /// to `keys` (one buffer for all: a scan allocates only the keys it keeps).
+    pub(crate) fn entries_into(
+        &self,
+        start: &[u8],
+        n: usize,
+        keys: &mut Vec<u8>,
+        out: &mut Vec<Found>,
+    ) {
         let Some((first, _)) = block_of(&self.map, start) else {
-            return out;
+            return;
         };
         let mut cur = Vec::new();
+        let mut found = 0;
         for (_, b) in self.map.range(first.clone()..) {
             let mut at = HDR;
             for _ in 0..count(b) {
@@ -341,15 +371,20 @@ impl Index {
                 cur.truncate(e.shared);
                 cur.extend_from_slice(e.suffix);
                 at = e.end;
-                if out.len() == n {
-                    return out;
+                if found == n {
+                    return;
                 }
                 if cur.as_slice() >= start {
-                    out.push((cur.clone(), e.loc));
+                    out.push(Found {
+                        at: keys.len(),
+                        len: cur.len(),
+                        loc: e.loc,
+                    });
+                    keys.extend_from_slice(&cur);
+                    found += 1;
                 }
             }
         }
-        out
     }
 
     /// Estimated bytes of memory: the blocks as malloc rounds them, heap keys of the

@@ -8,4 +8,4 @@ mod map;
 mod tests;
 
 pub(crate) use key::{Key, ShortKey};
-pub(crate) use map::{Index, lock};
+pub(crate) use map::{Found, Index, lock};

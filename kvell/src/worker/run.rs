@@ -157,6 +157,17 @@ impl Worker {
         match m {
             Msg::Close(tx) => *closing = Some(tx),
             Msg::Ops(ops) => {
+                // A scan's reads: their pages' lookups brought in together first.
+                for (_, at, _) in &ops {
+                    if let Some(at) = at {
+                        self.cache.prefetch_bucket(at.unit());
+                    }
+                }
+                for (_, at, _) in &ops {
+                    if let Some(at) = at {
+                        self.cache.prefetch_frame(at.unit());
+                    }
+                }
                 for (req, at, done) in ops {
                     let id = self.ops.admit(req, at, done);
                     self.step(id);
@@ -209,10 +220,11 @@ impl Worker {
     /// here: `finish` runs inside completion loops).
     pub(super) fn finish(&mut self, id: usize, r: Result<Reply>) {
         if let Some(mut op) = self.ops.retire(id) {
+            let hold = op.hold;
             if let Some(done) = op.done.take() {
-                done.call(r);
+                done.call_ran(r, op.req);
             }
-            if let Some((next, hold)) = self.keys.release(op.hold) {
+            if let Some((next, hold)) = self.keys.release(hold) {
                 self.ops.get_mut(next).hold = hold;
                 self.deferred.push(next);
             }
