@@ -93,10 +93,17 @@ struct Walk {
     found: Vec<Found>,
 }
 
+/// The keys of a scan (each `Some` until its read takes it) and where the index walk
+/// found them.
+type Keys = (Vec<Option<Vec<u8>>>, Vec<Loc>);
+
 /// The first `count` keys >= `start` over all workers, in order, each with its
 /// location then. Up to `count` entries come from each worker; only the keys kept
 /// are allocated.
-fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Result<Scan0> {
+fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Result<Keys> {
+    if count == 0 {
+        return Ok((Vec::new(), Vec::new()));
+    }
     walk.keys.clear();
     walk.found.clear();
     for w in &shared.workers {
@@ -108,16 +115,10 @@ fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Resu
         found.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
     }
     found.truncate(count);
-    Ok(Scan0 {
-        keys: found.iter().map(|f| Some(f.key(keys).to_vec())).collect(),
-        locs: found.iter().map(|f| f.loc).collect(),
-    })
-}
-
-/// A scan's keys and locations, before its reads.
-struct Scan0 {
-    keys: Vec<Option<Vec<u8>>>,
-    locs: Vec<Loc>,
+    Ok((
+        found.iter().map(|f| Some(f.key(keys).to_vec())).collect(),
+        found.iter().map(|f| f.loc).collect(),
+    ))
 }
 
 /// The scan thread's loop; `tx` sends to `rx` (completions use it).
@@ -144,18 +145,11 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
                     done.call(Err(Error::Closed));
                     continue;
                 }
-                let Scan0 { keys, locs } = if count == 0 {
-                    Scan0 {
-                        keys: Vec::new(),
-                        locs: Vec::new(),
-                    }
-                } else {
-                    match collect(shared, &start, count, &mut walk) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            done.call(Err(e));
-                            continue;
-                        }
+                let (keys, locs) = match collect(shared, &start, count, &mut walk) {
+                    Ok(k) => k,
+                    Err(e) => {
+                        done.call(Err(e));
+                        continue;
                     }
                 };
                 if keys.is_empty() {
