@@ -223,7 +223,7 @@ pub fn measure(c: &Config, on: &mut dyn FnMut(Step<'_>)) -> Result<Vec<IoPoint>>
         file: &c.file,
         mib: bytes >> 20,
     });
-    fill(&c.file, bytes)?;
+    fill(&c.file, bytes, false)?;
     let c = Config {
         file_bytes: bytes,
         ..c.clone()

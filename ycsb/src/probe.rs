@@ -47,6 +47,10 @@ pub struct ProbeConfig {
     /// Cores of CPU the process is held at while each point runs, the probe's own
     /// threads included (`ycsb device --cpu-load`); `None`: the probe alone.
     pub cpu_load: Option<f64>,
+    /// Each I/O slot's buffer (and the fill's) in 4 KiB pages from the heap, as fio's
+    /// default (`--mem=malloc`), instead of a mapping of its own in 2 MiB pages
+    /// (`AlignedBuf::huge`: a large I/O one segment, as the engines' large reads).
+    pub small_pages: bool,
 }
 
 /// What a probe (or the I/O method comparison) tells its caller as it goes.
@@ -58,6 +62,16 @@ pub enum Step<'a> {
     Tried(&'a ProbePoint),
     /// A point was measured (with the best of the ring counts tried).
     Measured(&'a ProbePoint),
+}
+
+/// An I/O buffer of `len` bytes: in 2 MiB pages (`AlignedBuf::huge`), or with
+/// `small_pages` in 4 KiB pages from the heap, as fio's by default.
+pub(crate) fn slot_buf(len: usize, small_pages: bool) -> AlignedBuf {
+    if small_pages {
+        AlignedBuf::new(len)
+    } else {
+        AlignedBuf::huge(len)
+    }
 }
 
 pub(crate) fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
@@ -72,7 +86,7 @@ pub(crate) fn open_direct(path: &Path, create: bool) -> std::io::Result<File> {
 
 /// Writes the whole file once (reads of never-written extents would not reach the
 /// device) and returns the sequential write bandwidth in MiB/s.
-pub(crate) fn fill(path: &Path, bytes: u64) -> Result<f64> {
+pub(crate) fn fill(path: &Path, bytes: u64, small_pages: bool) -> Result<f64> {
     let f = open_direct(path, true).map_err(|e| Error::Io {
         what: format!(
             "cannot open {} with O_DIRECT (a tmpfs or network filesystem?)",
@@ -82,7 +96,7 @@ pub(crate) fn fill(path: &Path, bytes: u64) -> Result<f64> {
         source: e,
     })?;
     let chunk = 1 << 20;
-    let mut buf = AlignedBuf::new(chunk);
+    let mut buf = slot_buf(chunk, small_pages);
     let mut rng = Rng::new(99);
     for b in buf.chunks_exact_mut(8) {
         b.copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -118,7 +132,7 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
             file: &c.file,
             mib: bytes >> 20,
         });
-        fill(&c.file, bytes)?
+        fill(&c.file, bytes, c.small_pages)?
     };
     let f = open_direct(&c.file, false).map_err(|e| Error::io_at("opening", &c.file, e))?;
     let mut rng = Rng::new(c.seed);
@@ -172,6 +186,7 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
                 c.buffers
             },
             cpu_load: c.cpu_load,
+            small_pages: c.small_pages,
         };
         let mut best: Option<ProbePoint> = None;
         for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
@@ -213,6 +228,7 @@ mod tests {
             reuse: false,
             buffers: Buffers::Own,
             cpu_load: None,
+            small_pages: false,
         };
         let (fill, points) = probe(&c, &mut |_| {}).unwrap();
         assert!(fill > 0.0);

@@ -32,6 +32,9 @@ pub struct PointSpec<'a> {
     /// Cores of CPU this process is held at while the point runs, the rings
     /// included ([`super::burn`]); `None`: the rings alone.
     pub cpu_load: Option<f64>,
+    /// Each slot's buffer in 4 KiB pages from the heap (fio's default) instead of
+    /// 2 MiB pages (`ProbeConfig::small_pages`).
+    pub small_pages: bool,
 }
 
 /// The queue depth of each of `jobs` rings keeping `qd` I/Os in flight together:
@@ -88,6 +91,12 @@ pub(crate) fn merge(
         jobs: Some(rings.len()),
         cpu_cores: None,
         cpu_load: None,
+        huge_page_fraction: {
+            let (all, huge) = rings.iter().fold((0u64, Some(0u64)), |(a, h), r| {
+                (a + r.buf_bytes, h.zip(r.huge_bytes).map(|(x, y)| x + y))
+            });
+            huge.filter(|_| all > 0).map(|h| h as f64 / all as f64)
+        },
     })
 }
 
@@ -157,6 +166,7 @@ pub fn measure_point(
                     secs: spec.secs,
                     rng: Rng::derive(seed, j as u64),
                     buffers: spec.buffers.per_ring(depths.len()),
+                    small_pages: spec.small_pages,
                 };
                 let start = &start;
                 s.spawn(move || run_ring(job, start))
@@ -206,6 +216,7 @@ pub fn run_point(
         jobs: 1,
         buffers: Buffers::Own,
         cpu_load: None,
+        small_pages: false,
     };
     measure_point(f, file_bytes, &spec, rng)
 }
@@ -242,6 +253,8 @@ mod tests {
             hist,
             t0,
             t_end: t0 + Duration::from_millis(ms),
+            buf_bytes: 4096,
+            huge_bytes: Some(0),
         }
     }
 
@@ -275,6 +288,7 @@ mod tests {
             jobs,
             buffers,
             cpu_load: None,
+            small_pages: false,
         }
     }
 
@@ -283,7 +297,7 @@ mod tests {
         let dir = kvtestkit::conformance::TempDir::new("probe-point");
         std::fs::create_dir_all(dir.path()).unwrap();
         let path = dir.path().join("p.dat");
-        super::super::fill(&path, 16 << 20).unwrap();
+        super::super::fill(&path, 16 << 20, false).unwrap();
         let f = super::super::open_direct(&path, false).unwrap();
         let mut rng = Rng::new(3);
         for (pattern, jobs) in [("randread", 2), ("mixed", 3), ("seqread", 2)] {

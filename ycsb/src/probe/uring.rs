@@ -31,7 +31,6 @@ use crate::error::{Error, Result};
 use crate::rng::Rng;
 use hdrhistogram::Histogram;
 use io_uring::{IoUring, opcode, squeue, types};
-use kvell::io::AlignedBuf;
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::sync::Barrier;
@@ -126,6 +125,8 @@ pub(crate) struct RingJob<'a> {
     pub(crate) secs: f64,
     pub(crate) rng: Rng,
     pub(crate) buffers: Buffers,
+    /// The slots' buffers in 4 KiB pages from the heap, not 2 MiB pages.
+    pub(crate) small_pages: bool,
 }
 
 /// What one ring measured.
@@ -137,6 +138,10 @@ pub(crate) struct RingResult {
     /// When this ring started (after every ring was set up) and reaped its last I/O.
     pub(crate) t0: Instant,
     pub(crate) t_end: Instant,
+    /// Bytes of the slots' buffers, and of those the kernel backed with huge pages
+    /// (None where it does not say).
+    pub(crate) buf_bytes: u64,
+    pub(crate) huge_bytes: Option<u64>,
 }
 
 #[expect(
@@ -195,6 +200,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         secs,
         mut rng,
         buffers,
+        small_pages,
     } = job;
     // The region reads land in or are copied to, mapped and touched before the
     // barrier: no ring's clock starts while another still faults its region in.
@@ -218,7 +224,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
     // every ring reaches the barrier, set up or not, so that no other ring waits forever
     start.wait();
     let (mut ring, mut region) = set_up?;
-    let mut bufs = AlignedBuf::new(qd * block);
+    let mut bufs = super::slot_buf(qd * block, small_pages);
     for b in bufs.chunks_exact_mut(8) {
         b.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
@@ -355,6 +361,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
     }
     drop((submitter, sq, cq));
     drop(region);
+    let (buf_bytes, huge_bytes) = (bufs.capacity() as u64, bufs.huge_bytes());
     if let Some(e) = failed {
         return Err(e);
     }
@@ -364,5 +371,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         hist,
         t0,
         t_end,
+        buf_bytes,
+        huge_bytes,
     })
 }
