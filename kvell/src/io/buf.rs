@@ -6,6 +6,7 @@
 
 use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Page size of every slab file and every I/O.
 pub const PAGE: usize = 4096;
@@ -19,9 +20,71 @@ pub struct AlignedBuf {
     len: usize,
     /// Bytes allocated.
     cap: usize,
-    /// A mapping of its own in 2 MiB pages ([`AlignedBuf::huge`]), unmapped on drop;
-    /// otherwise from the global allocator.
-    mapped: bool,
+    /// The mapping in 2 MiB pages this buffer lies in ([`AlignedBuf::huge`],
+    /// [`AlignedBuf::huge_pieces`]), unmapped when its last buffer is dropped; None:
+    /// from the global allocator.
+    mapping: Option<Arc<HugeMapping>>,
+}
+
+/// A private anonymous mapping aligned to and sized in whole 2 MiB pages, shared by
+/// the buffers cut from it; unmapped when the last of them is dropped (a buffer in
+/// flight is owned by the backend, so the mapping outlives every I/O into it).
+struct HugeMapping {
+    at: usize,
+    len: usize,
+}
+
+impl HugeMapping {
+    /// A mapping of at least `len` bytes (whole huge pages), advised to be backed by
+    /// transparent huge pages and made resident; None where the mapping fails.
+    fn new(len: usize) -> Option<HugeMapping> {
+        let len = len.max(1).div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        // One huge page more than needed, so that an aligned stretch of `len` lies in it.
+        let span = len + HUGE_PAGE;
+        // SAFETY: a new private anonymous mapping at an address the kernel chooses;
+        // nothing else is mapped or changed.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        let base = raw as usize;
+        let at = base.next_multiple_of(HUGE_PAGE);
+        // SAFETY: the head and tail unmapped lie inside the mapping just made (at -
+        // base < HUGE_PAGE and at + len <= base + span); the rest stays mapped.
+        unsafe {
+            if at > base {
+                libc::munmap(raw, at - base);
+            }
+            let tail = base + span - (at + len);
+            if tail > 0 {
+                libc::munmap((at + len) as *mut libc::c_void, tail);
+            }
+            // Hints on the aligned stretch: refused, the pages are 4 KiB ones, or
+            // made resident at their first touch.
+            libc::madvise(at as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+            libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+        }
+        Some(HugeMapping { at, len })
+    }
+}
+
+impl Drop for HugeMapping {
+    fn drop(&mut self) {
+        // SAFETY: the aligned stretch `new` kept mapped, unmapped once, when no buffer
+        // cut from it is left.
+        unsafe {
+            libc::munmap(self.at as *mut libc::c_void, self.len);
+        }
+    }
 }
 
 /// Bytes of a transparent huge page (x86-64, arm64 with 4 KiB pages).
@@ -49,7 +112,7 @@ impl AlignedBuf {
             ptr,
             len,
             cap: len,
-            mapped: false,
+            mapping: None,
         }
     }
 
@@ -66,51 +129,32 @@ impl AlignedBuf {
     /// the buffer works the same in 4 KiB pages ([`AlignedBuf::huge_bytes`] says
     /// which). Where the mapping itself fails, a heap buffer ([`AlignedBuf::new`]).
     pub fn huge(len: usize) -> AlignedBuf {
+        AlignedBuf::huge_pieces(1, len)
+            .pop()
+            .unwrap_or_else(|| AlignedBuf::new(len))
+    }
+
+    /// `n` zeroed buffers of `len` bytes each (rounded up to whole pages), cut one
+    /// after another from one mapping in 2 MiB pages as [`AlignedBuf::huge`]'s: many
+    /// I/Os in flight at once from few huge pages (a mapping of its own each would
+    /// make a whole 2 MiB page resident for every buffer). Where the mapping fails,
+    /// heap buffers.
+    pub fn huge_pieces(n: usize, len: usize) -> Vec<AlignedBuf> {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
-        let cap = len.div_ceil(HUGE_PAGE) * HUGE_PAGE;
-        // One huge page more than needed, so that an aligned stretch of `cap` lies in it.
-        let span = cap + HUGE_PAGE;
-        // SAFETY: a new private anonymous mapping at an address the kernel chooses;
-        // nothing else is mapped or changed.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                span,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        let Some(m) = HugeMapping::new(n * len) else {
+            return (0..n).map(|_| AlignedBuf::new(len)).collect();
         };
-        if raw == libc::MAP_FAILED {
-            return AlignedBuf::new(len);
-        }
-        let base = raw as usize;
-        let at = base.next_multiple_of(HUGE_PAGE);
-        // SAFETY: the head and tail unmapped lie inside the mapping just made (at -
-        // base < HUGE_PAGE and at + cap <= base + span); the rest stays mapped.
-        unsafe {
-            if at > base {
-                libc::munmap(raw, at - base);
-            }
-            let tail = base + span - (at + cap);
-            if tail > 0 {
-                libc::munmap((at + cap) as *mut libc::c_void, tail);
-            }
-            // Hints on the aligned stretch: refused, the pages are 4 KiB ones, or
-            // made resident at their first touch.
-            libc::madvise(at as *mut libc::c_void, cap, libc::MADV_HUGEPAGE);
-            libc::madvise(at as *mut libc::c_void, cap, libc::MADV_POPULATE_WRITE);
-        }
-        match NonNull::new(at as *mut u8) {
-            Some(ptr) => AlignedBuf {
-                ptr,
-                len,
-                cap,
-                mapped: true,
-            },
-            None => AlignedBuf::new(len),
-        }
+        let m = Arc::new(m);
+        (0..n)
+            .filter_map(|i| {
+                NonNull::new((m.at + i * len) as *mut u8).map(|ptr| AlignedBuf {
+                    ptr,
+                    len,
+                    cap: len,
+                    mapping: Some(Arc::clone(&m)),
+                })
+            })
+            .collect()
     }
 
     /// Bytes of this buffer the kernel backs with huge pages now, from the
@@ -119,7 +163,7 @@ impl AlignedBuf {
     /// count is taken up to the bytes it shares with this buffer): 0 for a heap
     /// buffer, None where the kernel does not say.
     pub fn huge_bytes(&self) -> Option<u64> {
-        if !self.mapped {
+        if self.mapping.is_none() {
             return Some(0);
         }
         let (a, b) = (
@@ -195,12 +239,8 @@ impl std::ops::DerefMut for AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.mapped {
-            // SAFETY: the mapping `huge` made, of `cap` bytes, unmapped once; no
-            // reference to it outlives self.
-            unsafe {
-                libc::munmap(self.ptr.as_ptr().cast(), self.cap);
-            }
+        if self.mapping.is_some() {
+            // the mapping is unmapped with its last buffer (HugeMapping's drop)
             return;
         }
         #[expect(
@@ -297,21 +337,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_huge_buffer_is_zeroed_aligned_to_a_huge_page_and_sized_in_whole_ones() {
+    fn a_huge_buffer_is_zeroed_aligned_to_a_huge_page_and_sized_in_whole_pages() {
         let mut b = AlignedBuf::huge(5000);
         assert_eq!(b.len(), 2 * PAGE);
-        assert_eq!(b.capacity(), HUGE_PAGE);
+        assert_eq!(b.capacity(), 2 * PAGE);
         assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
         assert!(b.iter().all(|&x| x == 0));
-        b.set_len(HUGE_PAGE);
         b.fill(7);
         assert!(b.iter().all(|&x| x == 7));
         // what the kernel backs with huge pages is at most the buffer, and a heap
         // buffer has none
-        assert!(b.huge_bytes().is_some_and(|h| h <= HUGE_PAGE as u64));
+        assert!(b.huge_bytes().is_some_and(|h| h <= 2 * PAGE as u64));
         assert_eq!(AlignedBuf::new(PAGE).huge_bytes(), Some(0));
-        let two = AlignedBuf::huge(HUGE_PAGE + 1);
-        assert_eq!(two.capacity(), 2 * HUGE_PAGE);
-        assert!(two.huge_bytes().is_some_and(|h| h <= 2 * HUGE_PAGE as u64));
+    }
+
+    #[test]
+    fn pieces_of_one_mapping_lie_side_by_side_and_outlive_each_other() {
+        let mut pieces = AlignedBuf::huge_pieces(8, 512 << 10);
+        assert_eq!(pieces.len(), 8);
+        assert_eq!(pieces[0].as_ptr() as usize % HUGE_PAGE, 0);
+        for (i, p) in pieces.iter().enumerate() {
+            assert_eq!(p.capacity(), 512 << 10);
+            assert_eq!(
+                p.as_ptr() as usize,
+                pieces[0].as_ptr() as usize + i * (512 << 10)
+            );
+            assert!(p.iter().all(|&x| x == 0));
+        }
+        // the mapping stays while any piece does: drop all but the last, then write it
+        let mut last = pieces.pop().unwrap();
+        drop(pieces);
+        last.fill(9);
+        last.set_len(PAGE);
+        assert!(last.iter().all(|&x| x == 9));
+        assert!(last.huge_bytes().is_some_and(|h| h <= 512 << 10));
     }
 }

@@ -5,15 +5,22 @@ use crate::io::{AlignedBuf, Backend, FileId, IoDone, IoKind, IoReq};
 use std::collections::VecDeque;
 
 /// Bytes per sequential recovery read.
-pub(super) const CHUNK: usize = 2 << 20;
+pub(super) const CHUNK: usize = 512 << 10;
 
-/// Pieces in flight at once. Deeper read-ahead (1 MiB x 4 and x 8 per worker, so that
-/// the worker whose scan ends last keeps as much in flight alone as the device
-/// probe's sequential read, 8 x 1 MiB) made no difference measurable on the
-/// development VM's drifting disk (4M items of 1 KiB, alternating with the probe,
-/// 2026-12-03), and 2 MiB x 4 put the reopen of kvell/tests/memory_budget.rs over its
-/// budget.
-const AHEAD: usize = 2;
+/// Pieces in flight at once: 4 MiB per worker, cut from one mapping in 2 MiB pages
+/// (`AlignedBuf::huge_pieces`), so that each read is one request to the device.
+/// Measured on the development VM (2026-12-05, 4M items of 1 KiB, an open scanning
+/// 2 GiB per worker): the reads alone, without parsing, took 1.45-1.55 s, as fio's
+/// 2 x 2 MiB per file; the scan with its parsing 1.98-2.06 s at 2 x 2 MiB, where a
+/// piece's parse (0.4 ms) left its worker one read in flight. Smaller pieces, more of
+/// them, keep the device fed while one is parsed: in four alternating pairs of opens
+/// under the C-code configuration's budget 8 x 512 KiB scanned in 1.81-2.21 s where
+/// 2 x 2 MiB took 2.21-2.90 s (fio, 2 MiB reads of both files between the pairs,
+/// 1.53-1.61 s); with a 64 MiB cache, 1.62-3.14 s against 2.15-3.79 s in the same
+/// rounds (the disk drifted by 2x between rounds). 2 MiB x 4 put the reopen of
+/// kvell/tests/memory_budget.rs over its budget (2026-12-03); this holds what 2 x 2 MiB
+/// held.
+const AHEAD: usize = 8;
 
 /// Reads a file front to back in `chunk`-sized pieces through the backend's
 /// asynchronous path, keeping the next piece in flight while one is parsed.
@@ -24,6 +31,8 @@ pub(super) struct ReadAhead {
     next_off: u64,
     pending: VecDeque<u64>,
     spare: Vec<AlignedBuf>,
+    /// The pieces were cut (once per file, at its first read).
+    cut: bool,
     done: Vec<IoDone>,
 }
 
@@ -36,6 +45,7 @@ impl ReadAhead {
             next_off: 0,
             pending: VecDeque::new(),
             spare: Vec::new(),
+            cut: false,
             done: Vec::new(),
         }
     }
@@ -47,14 +57,19 @@ impl ReadAhead {
     ) -> Result<Option<(u64, AlignedBuf)>, (u64, std::io::Error)> {
         while self.pending.len() < AHEAD && self.next_off < self.len {
             let n = self.chunk.min(self.len - self.next_off);
-            // In 2 MiB pages: from 4 KiB pages a 2 MiB read is 512 segments, which
-            // the block layer splits into three requests on a virtio disk (254 per
-            // request). Measured against 4 KiB pages in alternating opens of 4M items
-            // (scripts/kvell-recovery --rounds 4, 2026-12-05): opens 2.9-4.1 s
-            // against 2.9-4.5, no gain the drifting disk let show; kept because each
-            // read is then one request, as the probe's, at no cost in memory.
+            // The pieces in 2 MiB pages: from 4 KiB pages a read of 1 MiB or more is
+            // over the 254 segments a virtio disk takes in one request, and split.
+            // A piece too small (a large class's slot is the chunk) is replaced by a
+            // buffer of its own.
+            if self.spare.is_empty() && !self.cut && self.chunk <= CHUNK as u64 {
+                self.spare = AlignedBuf::huge_pieces(AHEAD, self.chunk as usize);
+                self.cut = true;
+            }
             let buf = match self.spare.pop() {
-                Some(b) if b.len() as u64 == n => b,
+                Some(mut b) if b.capacity() as u64 >= n => {
+                    b.set_len(n as usize);
+                    b
+                }
                 _ => AlignedBuf::huge(n as usize),
             };
             let req = IoReq {
@@ -87,7 +102,7 @@ impl ReadAhead {
     }
 
     pub(super) fn recycle(&mut self, buf: AlignedBuf) {
-        if buf.len() as u64 == self.chunk {
+        if buf.capacity() as u64 == self.chunk {
             self.spare.push(buf);
         }
     }
