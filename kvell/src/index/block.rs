@@ -14,6 +14,7 @@
 //! and only compares suffixes of entries that share exactly that much.
 
 use super::key::Key;
+use crate::hint::prefetch;
 use crate::slab::Loc;
 
 /// Entries per block at most; a full block splits in two halves (or, at the end of
@@ -162,6 +163,15 @@ pub(super) enum Pos {
 }
 
 pub(super) fn search(b: &[u8], key: &[u8]) -> Pos {
+    // The walk reads the block front to back, each entry's place known only once the
+    // one before is decoded: one cache miss after another where a block is cold (a
+    // load's random keys: 18% of its CPU in this function, half of that on the loads
+    // of the walk). Asked for at once, the block's lines arrive together: six fresh
+    // loads of 4M items alternating with the build before, 458-499K items/s against
+    // 433-452K, 3.26-3.59 us of CPU per item against 3.65-3.78 (2026-12-05).
+    for line in b.chunks(64).skip(1) {
+        prefetch(&line[0]);
+    }
     let f = Format::of(b);
     let tail = f.width + (f.class == MIXED) as usize;
     let mut at = HDR;
