@@ -166,9 +166,10 @@ pub(super) fn search(b: &[u8], key: &[u8]) -> Pos {
     // The walk reads the block front to back, each entry's place known only once the
     // one before is decoded: one cache miss after another where a block is cold (a
     // load's random keys: 18% of its CPU in this function, half of that on the loads
-    // of the walk). Asked for at once, the block's lines arrive together: six fresh
-    // loads of 4M items alternating with the build before, 458-499K items/s against
-    // 433-452K, 3.26-3.59 us of CPU per item against 3.65-3.78 (2026-12-05).
+    // of the walk). Asked for at once, the block's lines arrive together: fresh loads
+    // of 4M items alternating with the build before, 454-481K items/s against
+    // 425-441K, 3.44-3.58 us of CPU per item against 3.76-3.86
+    // (results/kvell-4m-ab/index-prefetch/ab.md).
     for line in b.chunks(64).skip(1) {
         prefetch(&line[0]);
     }

@@ -8,10 +8,13 @@ use std::alloc::{Layout, alloc_zeroed, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::pagemem::{map_anonymous, populate_in_steps};
+
 /// Page size of every slab file and every I/O.
 pub const PAGE: usize = 4096;
 
-/// A zeroed, 4 KiB-aligned heap buffer whose length is a multiple of [`PAGE`].
+/// A zeroed, 4 KiB-aligned buffer whose length is a multiple of [`PAGE`]: from the
+/// heap, or a piece of a mapping in 2 MiB pages ([`AlignedBuf::huge`]).
 /// Ownership moves into the I/O backend while an operation is in flight, so the
 /// memory the kernel reads or writes cannot be freed or reused before completion.
 pub struct AlignedBuf {
@@ -41,25 +44,12 @@ impl HugeMapping {
         let len = len.max(1).div_ceil(HUGE_PAGE) * HUGE_PAGE;
         // One huge page more than needed, so that an aligned stretch of `len` lies in it.
         let span = len + HUGE_PAGE;
-        // SAFETY: a new private anonymous mapping at an address the kernel chooses;
-        // nothing else is mapped or changed.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                span,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return None;
-        }
+        let raw = map_anonymous(span).ok()?.as_ptr().cast::<libc::c_void>();
         let base = raw as usize;
         let at = base.next_multiple_of(HUGE_PAGE);
         // SAFETY: the head and tail unmapped lie inside the mapping just made (at -
-        // base < HUGE_PAGE and at + len <= base + span); the rest stays mapped.
+        // base < HUGE_PAGE and at + len <= base + span); the rest, `at..at + len`,
+        // page-aligned, stays mapped, and the advice and the population only touch it.
         unsafe {
             if at > base {
                 libc::munmap(raw, at - base);
@@ -69,9 +59,10 @@ impl HugeMapping {
                 libc::munmap((at + len) as *mut libc::c_void, tail);
             }
             // Hints on the aligned stretch: refused, the pages are 4 KiB ones, or
-            // made resident at their first touch.
+            // made resident at their first touch. Made resident in steps, as the
+            // page cache is, so that no other thread waits for the whole of it.
             libc::madvise(at as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-            libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+            let _ = populate_in_steps(at, len);
         }
         Some(HugeMapping { at, len })
     }
@@ -90,7 +81,9 @@ impl Drop for HugeMapping {
 /// Bytes of a transparent huge page (x86-64, arm64 with 4 KiB pages).
 pub const HUGE_PAGE: usize = 2 << 20;
 
-// SAFETY: the buffer is uniquely owned heap memory (like a Box<[u8]>).
+// SAFETY: the buffer's bytes are uniquely owned (like a Box<[u8]>): heap memory, or
+// a piece of a mapping no other buffer overlaps (the shared `Arc` only keeps the
+// mapping alive).
 unsafe impl Send for AlignedBuf {}
 // SAFETY: shared references only give out `&[u8]`.
 unsafe impl Sync for AlignedBuf {}

@@ -35,22 +35,8 @@ impl PageMem {
     /// changes nothing.
     pub fn new(pages: usize, huge: bool) -> io::Result<PageMem> {
         let len = pages.max(1) * PAGE;
-        // SAFETY: a new private anonymous mapping at an address the kernel chooses;
-        // nothing else is mapped or changed.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        let ptr = map_anonymous(len)?;
+        let raw = ptr.as_ptr().cast::<libc::c_void>();
         let advice = if huge {
             libc::MADV_HUGEPAGE
         } else {
@@ -206,6 +192,26 @@ impl Populator {
     }
 }
 
+/// A new private anonymous mapping of `len` bytes (zeroed, readable and writable,
+/// none of it resident) at an address the kernel chooses.
+pub(crate) fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: a new private anonymous mapping; nothing else is mapped or changed.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)
+}
+
 /// Bytes one `MADV_POPULATE_WRITE` call makes resident at most. The kernel holds the
 /// process's mmap lock (shared) through each call, and a thread that maps, unmaps or
 /// remaps memory meanwhile (an I/O buffer, a growing vector) waits for it, as does
@@ -219,7 +225,7 @@ const POPULATE_STEP: usize = 8 << 20;
 ///
 /// # Safety
 /// `at..at + len` must lie within a live mapping of the process and be page-aligned.
-unsafe fn populate_in_steps(at: usize, len: usize) -> io::Result<()> {
+pub(crate) unsafe fn populate_in_steps(at: usize, len: usize) -> io::Result<()> {
     let mut done = 0;
     while done < len {
         let n = POPULATE_STEP.min(len - done);

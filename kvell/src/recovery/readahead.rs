@@ -23,29 +23,37 @@ pub(super) const CHUNK: usize = 512 << 10;
 const AHEAD: usize = 8;
 
 /// Reads a file front to back in `chunk`-sized pieces through the backend's
-/// asynchronous path, keeping the next piece in flight while one is parsed.
+/// asynchronous path, keeping the next pieces in flight while one is parsed.
 pub(super) struct ReadAhead {
     file: FileId,
     len: u64,
     chunk: u64,
+    /// Reads in flight at most: [`AHEAD`], fewer for chunks over [`CHUNK`] (a large
+    /// class's slot), so that as many bytes are in flight as two of 2 MiB or two
+    /// slots held before, whichever is more.
+    ahead: usize,
     next_off: u64,
     pending: VecDeque<u64>,
+    /// The buffers not in flight nor with the caller: cut at the first read, one per
+    /// read that can be in flight, from one mapping in 2 MiB pages
+    /// (`AlignedBuf::huge_pieces`: from 4 KiB pages a read of 1 MiB or more is over the
+    /// 254 segments a virtio disk takes in one request, and split), each as long as a
+    /// chunk or the whole file if shorter.
     spare: Vec<AlignedBuf>,
-    /// The pieces were cut (once per file, at its first read).
-    cut: bool,
     done: Vec<IoDone>,
 }
 
 impl ReadAhead {
     pub(super) fn new(file: FileId, len: u64, chunk: u64) -> ReadAhead {
+        let ahead = ((AHEAD * CHUNK) as u64 / chunk.max(1)).clamp(2, AHEAD as u64) as usize;
         ReadAhead {
             file,
             len,
             chunk,
+            ahead,
             next_off: 0,
             pending: VecDeque::new(),
             spare: Vec::new(),
-            cut: false,
             done: Vec::new(),
         }
     }
@@ -55,23 +63,16 @@ impl ReadAhead {
         &mut self,
         io: &mut dyn Backend,
     ) -> Result<Option<(u64, AlignedBuf)>, (u64, std::io::Error)> {
-        while self.pending.len() < AHEAD && self.next_off < self.len {
-            let n = self.chunk.min(self.len - self.next_off);
-            // The pieces in 2 MiB pages: from 4 KiB pages a read of 1 MiB or more is
-            // over the 254 segments a virtio disk takes in one request, and split.
-            // A piece too small (a large class's slot is the chunk) is replaced by a
-            // buffer of its own.
-            if self.spare.is_empty() && !self.cut && self.chunk <= CHUNK as u64 {
-                self.spare = AlignedBuf::huge_pieces(AHEAD, self.chunk as usize);
-                self.cut = true;
-            }
-            let buf = match self.spare.pop() {
-                Some(mut b) if b.capacity() as u64 >= n => {
-                    b.set_len(n as usize);
-                    b
-                }
-                _ => AlignedBuf::huge(n as usize),
+        if self.next_off == 0 && self.spare.is_empty() && self.len > 0 {
+            let reads = self.len.div_ceil(self.chunk).min(self.ahead as u64) as usize;
+            self.spare = AlignedBuf::huge_pieces(reads, self.chunk.min(self.len) as usize);
+        }
+        while self.pending.len() < self.ahead && self.next_off < self.len {
+            let Some(mut buf) = self.spare.pop() else {
+                break;
             };
+            let n = self.chunk.min(self.len - self.next_off);
+            buf.set_len(n as usize);
             let req = IoReq {
                 file: self.file,
                 offset: self.next_off,
@@ -101,10 +102,9 @@ impl ReadAhead {
         }
     }
 
+    /// Gives back a piece [`ReadAhead::next`] returned, for a later read.
     pub(super) fn recycle(&mut self, buf: AlignedBuf) {
-        if buf.capacity() as u64 == self.chunk {
-            self.spare.push(buf);
-        }
+        self.spare.push(buf);
     }
 }
 
