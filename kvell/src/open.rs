@@ -9,6 +9,7 @@ use crate::budget::worker_other;
 use crate::cache::{META_PER_FRAME, PageCache};
 use crate::config::Config;
 use crate::index::Index;
+use crate::io::PAGE;
 use crate::poison::Poison;
 use crate::recovery::Repairs;
 use crate::request::Msg;
@@ -212,16 +213,17 @@ fn open_worker(
     let mut io = cfg.backend()?;
     let (mut rec, (cache, cache_us), cache_after_us) = match cfg.budget() {
         // Under a budget the cache is set up in two steps: beside recovery (by a
-        // helper thread, while this one waits for its reads), the frames the budget
-        // leaves besides an upper bound of what recovery holds (`recovery_bound`);
-        // after it, once its key map is freed and the index known, the rest of what
-        // the budget leaves, made resident by a helper thread while the worker
-        // already serves (`PageCache::fill_beside`), or it gives back what is over.
+        // helper thread, while this one waits for its reads), at most
+        // `EARLY_FRAMES` of the frames the budget leaves besides an upper bound of
+        // what recovery holds (`recovery_bound`); after it, once its key map is
+        // freed and the index known, the rest of what the budget leaves, made
+        // resident by a helper thread while the worker already serves, 8 MiB at a
+        // time (`PageCache::fill_beside`), or it gives back what is over.
         Some(b) => {
             let cap = b.cache_frames();
             let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
             let (rec, (mut c, early_us)) = recover_beside(io.as_mut(), &dir, w, cfg, || {
-                PageCache::with_limit(cap, early)
+                PageCache::with_limit(cap, early.min(EARLY_FRAMES))
             })?;
             let t = Instant::now();
             // The key map recovery freed leaves the heap before more is touched.
@@ -271,6 +273,17 @@ fn open_worker(
     };
     Ok((Worker::new(parts, cfg), opened))
 }
+
+/// Frames of a budgeted page cache made resident beside recovery's scan (16 MiB):
+/// enough to serve the first requests with, the rest left to `fill_beside` after the
+/// scan. The kernel's work of making frames resident is not free beside the scan:
+/// all the early frames the budget allowed (about 450 MiB per worker for 4M items of
+/// 1 KiB under a third of the data) slowed the scan on the development VM, whose
+/// disk slows when its CPUs are busy: five alternating pairs of opens of 4M items
+/// (2026-12-05, 17:40 UTC) scanned in 1.74-1.89 s with them and 1.62-1.71 s with 16
+/// MiB; the worker's own CPU during the scan fell from 0.40-0.53 s to 0.36-0.42 s
+/// (its faults had waited on the mmap lock the helper held).
+const EARLY_FRAMES: u32 = (16 << 20) / PAGE as u32;
 
 /// Recovers worker `w` from `dir` and marks its record open (from here on the slabs
 /// change: the record says "open" until a clean close), while a helper thread sets

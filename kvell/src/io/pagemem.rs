@@ -15,6 +15,8 @@ use super::PAGE;
 use std::io;
 use std::ops::Range;
 use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A zeroed anonymous mapping of whole pages, owned like a `Box<[u8]>`.
 pub struct PageMem {
@@ -122,7 +124,7 @@ impl PageMem {
         // SAFETY: the range lies within the mapping (checked) and is page-aligned;
         // `&mut self` means no reference to its bytes is alive. The advice only
         // faults the pages in, writable, as a write would, without changing a byte.
-        if unsafe { populate_in_steps(at as usize, len) }.is_ok() {
+        if unsafe { populate_in_steps(at as usize, len, |_| {}) }.is_ok() {
             return Ok(());
         }
         for p in pages {
@@ -146,6 +148,7 @@ impl PageMem {
         Ok(Populator {
             at: at as usize,
             len,
+            made: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -171,9 +174,19 @@ impl PageMem {
 pub struct Populator {
     at: usize,
     len: usize,
+    /// Pages made resident so far, from the first: published after each step, so
+    /// that the owner can use them before the whole range is.
+    made: Arc<AtomicUsize>,
 }
 
 impl Populator {
+    /// The count of pages made resident so far, from the first of the range (it
+    /// only rises, and reaches the range's length once [`Populator::run`] has made
+    /// it all resident).
+    pub fn made(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.made)
+    }
+
     /// Makes the pages resident with `MADV_POPULATE_WRITE`, as a write to each would,
     /// without changing a byte of them. Where the kernel refuses the advice (before
     /// Linux 5.14) it does nothing and says so: writing to the pages here, as
@@ -188,7 +201,11 @@ impl Populator {
         // page-aligned. The advice only faults the pages in, writable, as a write
         // would; it reads and writes none of their bytes, so it cannot race with the
         // owner's use of them.
-        unsafe { populate_in_steps(self.at, self.len) }
+        unsafe {
+            populate_in_steps(self.at, self.len, |done| {
+                self.made.store(done / PAGE, Ordering::Release)
+            })
+        }
     }
 }
 
@@ -221,11 +238,16 @@ pub(crate) fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
 /// lock between two.
 const POPULATE_STEP: usize = 8 << 20;
 
-/// `MADV_POPULATE_WRITE` over `len` bytes at `at`, in steps of [`POPULATE_STEP`].
+/// `MADV_POPULATE_WRITE` over `len` bytes at `at`, in steps of [`POPULATE_STEP`];
+/// after each step `made` is told how many bytes from `at` are resident.
 ///
 /// # Safety
 /// `at..at + len` must lie within a live mapping of the process and be page-aligned.
-pub(crate) unsafe fn populate_in_steps(at: usize, len: usize) -> io::Result<()> {
+pub(crate) unsafe fn populate_in_steps(
+    at: usize,
+    len: usize,
+    mut made: impl FnMut(usize),
+) -> io::Result<()> {
     let mut done = 0;
     while done < len {
         let n = POPULATE_STEP.min(len - done);
@@ -242,6 +264,7 @@ pub(crate) unsafe fn populate_in_steps(at: usize, len: usize) -> io::Result<()> 
             return Err(io::Error::last_os_error());
         }
         done += n;
+        made(done);
     }
     Ok(())
 }
@@ -313,5 +336,23 @@ mod tests {
         // (reading a released page maps the zero page: it counts as resident again)
         assert_eq!((m[16 * PAGE], m[47 * PAGE + 9]), (0, 0));
         assert_eq!((m[15 * PAGE], m[48 * PAGE]), (7, 7));
+    }
+
+    /// A populator makes its pages resident, in steps, counting them as it goes, and
+    /// changes no byte; the pages before and after its range stay as they were.
+    #[test]
+    fn a_populator_counts_the_pages_it_made_resident() {
+        let steps = 3 * (POPULATE_STEP / PAGE);
+        let mut m = PageMem::new(steps + 8, false).unwrap();
+        m[5 * PAGE] = 9;
+        let p = m.populator(4..4 + steps).unwrap();
+        let made = p.made();
+        assert_eq!(made.load(Ordering::Acquire), 0);
+        p.run().unwrap();
+        assert_eq!(made.load(Ordering::Acquire), steps, "every page counted");
+        assert_eq!(m.resident(4..4 + steps).unwrap(), steps);
+        assert_eq!(m.resident(0..4).unwrap(), 0);
+        assert_eq!(m.resident(4 + steps..steps + 8).unwrap(), 0);
+        assert_eq!((m[5 * PAGE], m[6 * PAGE]), (9, 0), "no byte changed");
     }
 }

@@ -58,15 +58,15 @@ impl ReadAhead {
         }
     }
 
-    /// The next piece (offset, bytes), or None at the end of the file.
-    pub(super) fn next(
-        &mut self,
-        io: &mut dyn Backend,
-    ) -> Result<Option<(u64, AlignedBuf)>, (u64, std::io::Error)> {
+    /// Puts a read in flight for every spare buffer (up to [`ReadAhead::ahead`]) and
+    /// submits them: the caller does this before work that takes a while (a run's
+    /// sort), so that the device is not left with one read fewer meanwhile.
+    pub(super) fn refill(&mut self, io: &mut dyn Backend) -> Result<(), (u64, std::io::Error)> {
         if self.next_off == 0 && self.spare.is_empty() && self.len > 0 {
             let reads = self.len.div_ceil(self.chunk).min(self.ahead as u64) as usize;
             self.spare = AlignedBuf::huge_pieces(reads, self.chunk.min(self.len) as usize);
         }
+        let mut pushed = false;
         while self.pending.len() < self.ahead && self.next_off < self.len {
             let Some(mut buf) = self.spare.pop() else {
                 break;
@@ -86,11 +86,23 @@ impl ReadAhead {
             }
             self.pending.push_back(self.next_off);
             self.next_off += n;
+            pushed = true;
         }
+        if pushed && let Some(&front) = self.pending.front() {
+            io.submit().map_err(|e| (front, e))?;
+        }
+        Ok(())
+    }
+
+    /// The next piece (offset, bytes), or None at the end of the file.
+    pub(super) fn next(
+        &mut self,
+        io: &mut dyn Backend,
+    ) -> Result<Option<(u64, AlignedBuf)>, (u64, std::io::Error)> {
+        self.refill(io)?;
         let Some(&front) = self.pending.front() else {
             return Ok(None);
         };
-        io.submit().map_err(|e| (front, e))?;
         loop {
             if let Some(pos) = self.done.iter().position(|d| d.tag == front) {
                 let d = self.done.swap_remove(pos);
