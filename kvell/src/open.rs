@@ -213,17 +213,22 @@ fn open_worker(
     let mut io = cfg.backend()?;
     let (mut rec, (cache, cache_us), cache_after_us) = match cfg.budget() {
         // Under a budget the cache is set up in two steps: beside recovery (by a
-        // helper thread, while this one waits for its reads), at most
-        // `EARLY_FRAMES` of the frames the budget leaves besides an upper bound of
-        // what recovery holds (`recovery_bound`); after it, once its key map is
+        // helper thread, while this one waits for its reads), the frames the budget
+        // leaves besides an upper bound of what recovery holds (`recovery_bound`),
+        // at most `EARLY_FRAMES` of them if there are slabs to scan; after it, once its key map is
         // freed and the index known, the rest of what the budget leaves, made
         // resident by a helper thread while the worker already serves, 8 MiB at a
         // time (`PageCache::fill_beside`), or it gives back what is over.
         Some(b) => {
             let cap = b.cache_frames();
-            let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
+            let bound = recovery_bound(&dir, w);
+            let mut early = b.cache_limit(bound + cap as u64 * META_PER_FRAME);
+            if bound > RECOVERY_FIXED {
+                // Slabs to scan (a new store has none: it takes all early frames).
+                early = early.min(EARLY_FRAMES);
+            }
             let (rec, (mut c, early_us)) = recover_beside(io.as_mut(), &dir, w, cfg, || {
-                PageCache::with_limit(cap, early.min(EARLY_FRAMES))
+                PageCache::with_limit(cap, early)
             })?;
             let t = Instant::now();
             // The key map recovery freed leaves the heap before more is touched.
@@ -274,9 +279,10 @@ fn open_worker(
     Ok((Worker::new(parts, cfg), opened))
 }
 
-/// Frames of a budgeted page cache made resident beside recovery's scan (16 MiB):
-/// enough to serve the first requests with, the rest left to `fill_beside` after the
-/// scan. The kernel's work of making frames resident is not free beside the scan:
+/// Frames of a budgeted page cache made resident beside recovery's scan of a store
+/// that has slabs (16 MiB): enough to serve the first requests with, the rest left to
+/// `fill_beside` after the scan. (A new store, with nothing to scan, gets all the
+/// early frames the budget allows before it opens, as before.) The kernel's work of making frames resident is not free beside the scan:
 /// all the early frames the budget allowed (about 450 MiB per worker for 4M items of
 /// 1 KiB under a third of the data) slowed the scan on the development VM, whose
 /// disk slows when its CPUs are busy: five alternating pairs of opens of 4M items
