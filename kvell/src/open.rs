@@ -9,7 +9,6 @@ use crate::budget::worker_other;
 use crate::cache::{META_PER_FRAME, PageCache};
 use crate::config::Config;
 use crate::index::Index;
-use crate::io::PAGE;
 use crate::poison::Poison;
 use crate::recovery::Repairs;
 use crate::request::Msg;
@@ -214,19 +213,24 @@ fn open_worker(
     let (mut rec, (cache, cache_us), cache_after_us) = match cfg.budget() {
         // Under a budget the cache is set up in two steps: beside recovery (by a
         // helper thread, while this one waits for its reads), the frames the budget
-        // leaves besides an upper bound of what recovery holds (`recovery_bound`),
-        // at most `EARLY_FRAMES` of them if there are slabs to scan; after it, once its key map is
-        // freed and the index known, the rest of what the budget leaves, made
-        // resident by a helper thread while the worker already serves, 8 MiB at a
-        // time (`PageCache::fill_beside`), or it gives back what is over.
+        // leaves besides an upper bound of what recovery holds (`recovery_bound`);
+        // after it, once its key map is freed and the index known, the rest of what
+        // the budget leaves, made resident by a helper thread while the worker
+        // already serves, 8 MiB at a time (`PageCache::fill_beside`), or it gives
+        // back what is over.
+        // The first step stays in the open, beside the scan, though it slows the
+        // scan: with 16 MiB there and the rest after the open the scans of 4M items
+        // took 4-8% less in each of 11 alternating pairs of opens (2026-12-05, 17:40-
+        // 18:00 UTC; the VM's disk slows when its CPUs are busy, and the scan's
+        // faults waited on the mmap lock the helper held), but the kernel's zeroing
+        // is the same work either way and after the open it lands on the first
+        // requests (YCSB C zipfian, 10 s after the open, three alternating pairs:
+        // 286-291K ops/s against 293-298K). The authors' C code zeroes its whole
+        // cache before its recovery, inside the time it reports: so does our open,
+        // and the two recovery times compare like for like.
         Some(b) => {
             let cap = b.cache_frames();
-            let bound = recovery_bound(&dir, w);
-            let mut early = b.cache_limit(bound + cap as u64 * META_PER_FRAME);
-            if bound > RECOVERY_FIXED {
-                // Slabs to scan (a new store has none: it takes all early frames).
-                early = early.min(EARLY_FRAMES);
-            }
+            let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
             let (rec, (mut c, early_us)) = recover_beside(io.as_mut(), &dir, w, cfg, || {
                 PageCache::with_limit(cap, early)
             })?;
@@ -278,18 +282,6 @@ fn open_worker(
     };
     Ok((Worker::new(parts, cfg), opened))
 }
-
-/// Frames of a budgeted page cache made resident beside recovery's scan of a store
-/// that has slabs (16 MiB): enough to serve the first requests with, the rest left to
-/// `fill_beside` after the scan. (A new store, with nothing to scan, gets all the
-/// early frames the budget allows before it opens, as before.) The kernel's work of making frames resident is not free beside the scan:
-/// all the early frames the budget allowed (about 450 MiB per worker for 4M items of
-/// 1 KiB under a third of the data) slowed the scan on the development VM, whose
-/// disk slows when its CPUs are busy: five alternating pairs of opens of 4M items
-/// (2026-12-05, 17:40 UTC) scanned in 1.74-1.89 s with them and 1.62-1.71 s with 16
-/// MiB; the worker's own CPU during the scan fell from 0.40-0.53 s to 0.36-0.42 s
-/// (its faults had waited on the mmap lock the helper held).
-const EARLY_FRAMES: u32 = (16 << 20) / PAGE as u32;
 
 /// Recovers worker `w` from `dir` and marks its record open (from here on the slabs
 /// change: the record says "open" until a clean close), while a helper thread sets
