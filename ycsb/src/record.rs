@@ -5,7 +5,7 @@
 //! A record is one value of `len` bytes holding `fields` slots, YCSB's fields: slot i
 //! spans `[i * (len / fields), (i + 1) * (len / fields))`, the last one taking what
 //! remains. Each slot verifies on its own: a slot of 16 bytes or more holds its version
-//! (u64 LE), a hash of the key and the slot's index (u64 LE), then a xorshift stream
+//! (u64 LE), a hash of the key and the slot's index (u64 LE), then xorshift streams
 //! seeded by the hash, the version and the slot's length; a shorter slot is the
 //! stream of version 0. Because the length is part of the seed, a truncated or
 //! extended slot does not verify, and because each slot carries its own version, a

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! 0        8                        16                                 len
-//! | version | hash(key) ^ mix(len)  | xorshift stream seeded by hash(key),
+//! | version | hash(key) ^ mix(len)  | xorshift streams seeded by hash(key),
 //! |  u64 LE |        u64 LE         |   version and len                  |
 //! ```
 //!
@@ -34,22 +34,34 @@ fn mix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Fills `out` with a xorshift stream seeded by `seed` (shared with `record.rs`).
+/// Fills `out` with four interleaved xorshift streams seeded from `seed` (shared with
+/// `record.rs`): 8-byte words from lanes 0, 1, 2, 3 in turn, the bytes after the last
+/// whole 32 from lane 0. Four lanes, not one stream: each word of a stream waits for
+/// the one before (a chain of six operations), and one stream took 155 ns per value
+/// of 964 bytes against 55 ns for four lanes (a micro-benchmark, 2026-12-05), where
+/// `write_slot` had been 7.5% of a 4M-item load's CPU (perf, the same day).
 pub(crate) fn fill(out: &mut [u8], seed: u64) {
-    let mut x = seed | 1;
-    let mut chunks = out.chunks_exact_mut(8);
-    for c in &mut chunks {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.copy_from_slice(&x.to_le_bytes());
+    let mut lanes = [0u64; 4];
+    for (l, x) in lanes.iter_mut().enumerate() {
+        *x = mix(seed ^ l as u64) | 1;
     }
-    let rest = chunks.into_remainder();
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    let n = rest.len();
-    rest.copy_from_slice(&x.to_le_bytes()[..n]);
+    let step = |x: &mut u64| {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    };
+    let mut chunks = out.chunks_exact_mut(32);
+    for c in &mut chunks {
+        for (w, x) in c.chunks_exact_mut(8).zip(lanes.iter_mut()) {
+            w.copy_from_slice(&step(x).to_le_bytes());
+        }
+    }
+    let x = &mut lanes[0];
+    for w in chunks.into_remainder().chunks_mut(8) {
+        let n = w.len();
+        w.copy_from_slice(&step(x).to_le_bytes()[..n]);
+    }
 }
 
 /// Writes into `out` the value of `key` at `version`, `len` bytes long.
