@@ -37,9 +37,11 @@ fn mix(x: u64) -> u64 {
 /// Fills `out` with four interleaved xorshift streams seeded from `seed` (shared with
 /// `record.rs`): 8-byte words from lanes 0, 1, 2, 3 in turn, the bytes after the last
 /// whole 32 from lane 0. Four lanes, not one stream: each word of a stream waits for
-/// the one before (a chain of six operations), and one stream took 155 ns per value
-/// of 964 bytes against 55 ns for four lanes (a micro-benchmark, 2026-12-05), where
-/// `write_slot` had been 7.5% of a 4M-item load's CPU (perf, the same day).
+/// the one before (a chain of six operations), and `write_slot` was 7.5% of a 4M-item
+/// load's CPU (perf, 2026-12-05). Fresh loads of 4M items of 1 KiB under KVell,
+/// alternating with one stream, the same hour: 518-553K items/s against 484-518K,
+/// the driver's CPU 0.26-0.28 us per item against 0.38-0.41
+/// (results/kvell-4m-ab/value-fill/ab.md).
 pub(crate) fn fill(out: &mut [u8], seed: u64) {
     let mut lanes = [0u64; 4];
     for (l, x) in lanes.iter_mut().enumerate() {
