@@ -220,9 +220,11 @@ fn open_worker(
         // back what is over.
         // The first step stays in the open, beside the scan, though it slows the
         // scan: with 16 MiB there and the rest after the open the scans of 4M items
-        // took 4-8% less in each of 11 alternating pairs of opens (2026-12-05, 17:40-
-        // 18:00 UTC; the VM's disk slows when its CPUs are busy, and the scan's
-        // faults waited on the mmap lock the helper held), but the kernel's zeroing
+        // took less in each of 11 alternating pairs of opens (2026-12-05, 17:20-
+        // 17:45 UTC; in the 8 pairs where the disk held its rate 1.62-1.91 s against
+        // 1.74-1.99 s, medians 1.68 and 1.82: the VM's disk slows when its CPUs are
+        // busy, and the scan's faults waited on the mmap lock the helper held), but
+        // the kernel's zeroing
         // is the same work either way and after the open it lands on the first
         // requests (YCSB C zipfian, 10 s after the open, three alternating pairs:
         // 286-291K ops/s against 293-298K). The authors' C code zeroes its whole
