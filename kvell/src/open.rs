@@ -224,12 +224,11 @@ fn open_worker(
         // 17:45 UTC; in the 8 pairs where the disk held its rate 1.62-1.91 s against
         // 1.74-1.99 s, medians 1.68 and 1.82: the VM's disk slows when its CPUs are
         // busy, and the scan's faults waited on the mmap lock the helper held), but
-        // the kernel's zeroing
-        // is the same work either way and after the open it lands on the first
-        // requests (YCSB C zipfian, 10 s after the open, three alternating pairs:
-        // 286-291K ops/s against 293-298K). The authors' C code zeroes its whole
-        // cache before its recovery, inside the time it reports: so does our open,
-        // and the two recovery times compare like for like.
+        // the kernel's zeroing is the same work either way and after the open it
+        // lands on the first requests (YCSB C zipfian, 10 s after the open, three
+        // alternating pairs: 286-291K ops/s against 293-298K). The authors' C code
+        // zeroes its whole cache before its recovery, inside the time it reports: so
+        // does our open, and the two recovery times compare like for like.
         Some(b) => {
             let cap = b.cache_frames();
             let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);

@@ -59,9 +59,8 @@ impl ReadAhead {
     }
 
     /// Puts a read in flight for every spare buffer (up to [`ReadAhead::ahead`]) and
-    /// submits them: the caller does this before work that takes a while (a run's
-    /// sort), so that the device is not left with one read fewer meanwhile.
-    pub(super) fn refill(&mut self, io: &mut dyn Backend) -> Result<(), (u64, std::io::Error)> {
+    /// submits them.
+    fn refill(&mut self, io: &mut dyn Backend) -> Result<(), (u64, std::io::Error)> {
         if self.next_off == 0 && self.spare.is_empty() && self.len > 0 {
             let reads = self.len.div_ceil(self.chunk).min(self.ahead as u64) as usize;
             self.spare = AlignedBuf::huge_pieces(reads, self.chunk.min(self.len) as usize);
@@ -99,6 +98,8 @@ impl ReadAhead {
         &mut self,
         io: &mut dyn Backend,
     ) -> Result<Option<(u64, AlignedBuf)>, (u64, std::io::Error)> {
+        // The first call starts the reads; later ones find them started by `recycle`
+        // (a caller that keeps a piece leaves its buffer out of them).
         self.refill(io)?;
         let Some(&front) = self.pending.front() else {
             return Ok(None);
@@ -114,9 +115,16 @@ impl ReadAhead {
         }
     }
 
-    /// Gives back a piece [`ReadAhead::next`] returned, for a later read.
-    pub(super) fn recycle(&mut self, buf: AlignedBuf) {
+    /// Gives back a piece [`ReadAhead::next`] returned and puts it in flight again
+    /// at once: the caller then does work that takes a while (a run's sort) with as
+    /// many reads in flight as before.
+    pub(super) fn recycle(
+        &mut self,
+        io: &mut dyn Backend,
+        buf: AlignedBuf,
+    ) -> Result<(), (u64, std::io::Error)> {
         self.spare.push(buf);
+        self.refill(io)
     }
 }
 

@@ -216,10 +216,9 @@ impl Scan {
                     }
                 }
             }
-            ra.recycle(buf);
             // The next reads in flight, this piece's buffer among them: sort what this
             // one added, once a run's worth.
-            ra.refill(io).map_err(|(at, e)| {
+            ra.recycle(io, buf).map_err(|(at, e)| {
                 Error::io(format!("reading {} at offset {at}", path.display()), e)
             })?;
             self.sort_run(self.run_len);
