@@ -427,6 +427,7 @@ fn probe(a: &Args, limit: Duration) {
                         kind: IoKind::Read,
                         buf: AlignedBuf::new(4096),
                         tag: offset, // for the write back
+                        issued: Instant::now(),
                     }
                 });
                 if let Err(r) = u.push(req) {
@@ -448,6 +449,7 @@ fn probe(a: &Args, limit: Duration) {
                         kind: IoKind::Write,
                         buf: d.buf,
                         tag: 0,
+                        issued: Instant::now(),
                     });
                 }
             }

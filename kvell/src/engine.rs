@@ -149,8 +149,18 @@ impl Engine for Kvell {
         let mut extra = [0u64; 6];
         let mut mem = [0u64; 5];
         let mut fill_us = 0;
+        // The slowest of each stage over the workers: (microseconds, when).
+        let mut slowest = [(0u64, 0u64); 4];
         for wk in &self.shared.workers {
             let s = &wk.stats;
+            for (m, x) in slowest.iter_mut().zip([
+                &s.slowest_io,
+                &s.slowest_queued,
+                &s.slowest_turn,
+                &s.slowest_wait,
+            ]) {
+                *m = (*m).max(x.get());
+            }
             br += s.bytes_read.load(Relaxed);
             bw += s.bytes_written.load(Relaxed);
             r += s.reads.load(Relaxed);
@@ -205,6 +215,14 @@ impl Engine for Kvell {
             ("memory.io_buffers".into(), mem[2]),
             ("memory.worker".into(), mem[3]),
         ];
+        // The longest of each stage a request's time goes to since the open, any
+        // worker, and when it ended (ms since the Unix epoch): `Stats::slowest_io`
+        // and the three after it. Maxima, not sums: a phase's `counters_before` and
+        // `counters_after` differ only if a longer one came in the phase.
+        for (name, (us, at)) in ["io", "queued", "turn", "wait"].iter().zip(slowest) {
+            c.extra.push((format!("slowest.{name}_us"), us));
+            c.extra.push((format!("slowest.{name}_at_ms"), at));
+        }
         c
     }
 

@@ -1,7 +1,10 @@
-//! Per-worker counters (relaxed atomics: each is written by one worker thread), and
-//! the worker's memory gauges (bytes held now, stored once per event-loop turn).
+//! Per-worker counters (relaxed atomics: each is written by one worker thread), the
+//! worker's memory gauges (bytes held now, stored once per event-loop turn), and the
+//! slowest of each stage a request's time goes to (`Slowest`).
 
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Default)]
 pub struct Stats {
@@ -30,4 +33,51 @@ pub struct Stats {
     /// Microseconds the page cache's second step took beside the first requests
     /// (`PageCache::fill_beside`), once it has ended (0 before, or without one).
     pub cache_fill_us: AtomicU64,
+    /// The slowest I/O since the open: from its batch's submit to the reap that
+    /// handed its completion to the worker (the device's time, and the worker's delay
+    /// in reaping, which the slowest turn bounds).
+    pub slowest_io: Slowest,
+    /// The longest an I/O waited in the worker's queue before it was submitted
+    /// (behind the queue depth), from the start of the turn that queued it.
+    pub slowest_queued: Slowest,
+    /// The worker's longest turn: from coming back from a reap (or from waiting for a
+    /// request) to its next reap, its CPU work between (new requests, completions,
+    /// submits), and any time it lost the CPU or waited in the kernel meanwhile. Every
+    /// request sent meanwhile waited that long in the worker's channel.
+    pub slowest_turn: Slowest,
+    /// The longest reap that waited for a completion: the worker had I/O in flight
+    /// and none completed for that long.
+    pub slowest_wait: Slowest,
+}
+
+/// The longest of one kind of event since the open, and when it ended: where a slow
+/// request's time went (issue 18, item 6: the slowest of a run's operations against
+/// the device's own slowest I/O). Written by its worker only; a reader may see a
+/// duration with the time of the one before it while a new longest is stored.
+#[derive(Default)]
+pub struct Slowest {
+    /// Microseconds.
+    pub us: AtomicU64,
+    /// When it ended, in milliseconds since the Unix epoch.
+    pub at_ms: AtomicU64,
+}
+
+impl Slowest {
+    /// Keeps `d` if it is the longest so far (the clock is read only then).
+    #[inline]
+    pub fn note(&self, d: Duration) {
+        let us = d.as_micros() as u64;
+        if us > self.us.load(Relaxed) {
+            self.us.store(us, Relaxed);
+            let at = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |t| t.as_millis() as u64);
+            self.at_ms.store(at, Relaxed);
+        }
+    }
+
+    /// (microseconds, milliseconds since the epoch).
+    pub fn get(&self) -> (u64, u64) {
+        (self.us.load(Relaxed), self.at_ms.load(Relaxed))
+    }
 }

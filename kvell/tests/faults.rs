@@ -610,3 +610,46 @@ fn a_full_disk_is_an_error_and_loses_nothing_acknowledged() {
     }
     assert_eq!(panics(), 0);
 }
+
+/// A read the device holds shows as the worker's slowest I/O, with when it ended, in
+/// the engine's counters (`slowest.io_us`, `slowest.io_at_ms`); a read that returns
+/// at once does not.
+#[test]
+fn a_slow_read_shows_as_the_slowest_io_with_its_time() {
+    let d = TempDir::new("kvell-slow-read");
+    let disk = SimDisk::new();
+    let e = Kvell::open(config(d.path(), &disk, true)).unwrap();
+    for i in 0..64u32 {
+        e.insert(format!("k{i:03}").as_bytes(), &[i as u8; 900])
+            .unwrap();
+    }
+    e.close().unwrap();
+    drop(e);
+    let counter = |e: &Kvell, name: &str| {
+        e.counters()
+            .extra
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no counter {name}"))
+    };
+    // Cold cache: each get reads its page.
+    let e = Kvell::open(config(d.path(), &disk, true)).unwrap();
+    assert_eq!(e.get(b"k001").unwrap(), Some(vec![1; 900]));
+    let quick = counter(&e, "slowest.io_us");
+    assert!(quick < 200_000, "an undelayed read took {quick} us");
+    let from = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    disk.slow_reads(Some(Duration::from_millis(200)));
+    assert_eq!(e.get(b"k040").unwrap(), Some(vec![40; 900]));
+    disk.slow_reads(None);
+    let slow = counter(&e, "slowest.io_us");
+    assert!(slow >= 200_000, "the held read's time: {slow} us");
+    let at = counter(&e, "slowest.io_at_ms");
+    assert!(at >= from + 200, "ended at {at}, the hold began at {from}");
+    // The read was handed over in a turn of the worker: its turn lasted as long.
+    assert!(counter(&e, "slowest.turn_us") >= 200_000);
+    e.close().unwrap();
+}

@@ -5,6 +5,7 @@
 use super::buf::AlignedBuf;
 use std::io;
 use std::path::Path;
+use std::time::Instant;
 
 /// Index of a file opened through a backend.
 pub type FileId = usize;
@@ -24,6 +25,9 @@ pub struct IoReq {
     pub kind: IoKind,
     pub buf: AlignedBuf,
     pub tag: u64,
+    /// When it was handed to the backend (its batch's time), carried to its
+    /// [`IoDone`]: the I/O's time as its worker sees it (`Stats::slowest_io`).
+    pub issued: Instant,
 }
 
 /// A completed [`IoReq`].
@@ -33,6 +37,8 @@ pub struct IoDone {
     pub kind: IoKind,
     pub buf: AlignedBuf,
     pub result: io::Result<()>,
+    /// The request's [`IoReq::issued`].
+    pub issued: Instant,
 }
 
 /// How files are opened and writes completed.

@@ -68,6 +68,7 @@ impl Backend for Psync {
                 kind: r.kind,
                 buf: r.buf,
                 result,
+                issued: r.issued,
             });
         }
         if self.files.flags.dsync {

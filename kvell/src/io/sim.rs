@@ -89,6 +89,8 @@ struct State {
     /// A crash armed by [`SimDisk::cut_power_at`]: it happens before this operation
     /// number, whatever the operation.
     cut_at: Option<(u64, Crash)>,
+    /// Every asynchronous read takes this much longer (`SimDisk::slow_reads`).
+    slow_reads: Option<std::time::Duration>,
 }
 
 /// A failed operation.
@@ -270,6 +272,12 @@ impl SimDisk {
         self.lock().fail_op = n;
     }
 
+    /// Makes every later asynchronous read take `d` longer before it completes (a
+    /// slow device, for the worker's `slowest.*` counters); `None` stops it.
+    pub fn slow_reads(&self, d: Option<std::time::Duration>) {
+        self.lock().slow_reads = d;
+    }
+
     /// Direct access to a file's current bytes (tests corrupt or truncate it); the
     /// result is durable.
     pub fn edit(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
@@ -447,6 +455,11 @@ impl Backend for Sim {
     fn submit(&mut self) -> io::Result<()> {
         let queued = std::mem::take(&mut self.queued);
         for mut r in queued {
+            if r.kind == IoKind::Read
+                && let Some(d) = self.disk.lock().slow_reads
+            {
+                std::thread::sleep(d);
+            }
             let result = match r.kind {
                 IoKind::Read => self.do_read(r.file, r.offset, &mut r.buf),
                 IoKind::Write => self.do_write(r.file, r.offset, &r.buf),
@@ -456,6 +469,7 @@ impl Backend for Sim {
                 kind: r.kind,
                 buf: r.buf,
                 result,
+                issued: r.issued,
             });
         }
         Ok(())

@@ -167,6 +167,7 @@ impl Uring {
                 kind: req.kind,
                 buf: req.buf,
                 result,
+                issued: req.issued,
             });
         }
     }
@@ -367,6 +368,7 @@ mod tests {
                         kind,
                         buf,
                         tag: p,
+                        issued: std::time::Instant::now(),
                     };
                     assert!(u.push(req).is_ok());
                 }

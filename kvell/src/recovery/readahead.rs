@@ -78,6 +78,7 @@ impl ReadAhead {
                 kind: IoKind::Read,
                 buf,
                 tag: self.next_off,
+                issued: std::time::Instant::now(),
             };
             if let Err(req) = io.push(req) {
                 self.spare.push(req.buf);

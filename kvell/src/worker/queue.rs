@@ -22,8 +22,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 pub(super) struct IoQueue {
-    /// Units whose I/O is ready to hand to the backend, in order.
-    to_submit: VecDeque<(Unit, IoKind)>,
+    /// Units whose I/O is ready to hand to the backend, in order, each with the start
+    /// of the turn that queued it.
+    to_submit: VecDeque<(Unit, IoKind, Instant)>,
     /// I/Os handed to the backend and not yet reaped.
     inflight: usize,
     queue_depth: usize,
@@ -32,6 +33,9 @@ pub(super) struct IoQueue {
     pub(super) pool: BufPool,
     /// The completions vector, reused between reaps.
     completions: Vec<IoDone>,
+    /// When the worker's turn began: it came back from a reap, or from waiting for a
+    /// request (`Stats::slowest_turn`).
+    turn: Instant,
 }
 
 impl IoQueue {
@@ -43,7 +47,20 @@ impl IoQueue {
             batch: batch.max(1),
             pool: BufPool::default(),
             completions: Vec::new(),
+            turn: Instant::now(),
         }
+    }
+
+    /// The worker's turn ends at `now`: it is about to wait for a request.
+    pub(super) fn end_turn(&self, now: Instant, stats: &Stats) {
+        stats
+            .slowest_turn
+            .note(now.saturating_duration_since(self.turn));
+    }
+
+    /// A turn begins at `now`: the worker came back from waiting for a request.
+    pub(super) fn begin_turn(&mut self, now: Instant) {
+        self.turn = now;
     }
 
     pub(super) fn depth(&self) -> usize {
@@ -52,7 +69,7 @@ impl IoQueue {
 
     /// Queues the I/O of a unit (a read, or the write of its prepared image).
     pub(super) fn push(&mut self, unit: Unit, kind: IoKind) {
-        self.to_submit.push_back((unit, kind));
+        self.to_submit.push_back((unit, kind, self.turn));
     }
 
     pub(super) fn inflight(&self) -> usize {
@@ -82,9 +99,12 @@ impl IoQueue {
             let t = Instant::now();
             let mut n = 0;
             while n < self.batch && self.inflight < self.queue_depth {
-                let Some((unit, kind)) = self.to_submit.pop_front() else {
+                let Some((unit, kind, queued)) = self.to_submit.pop_front() else {
                     break;
                 };
+                stats
+                    .slowest_queued
+                    .note(t.saturating_duration_since(queued));
                 let class = unit.class();
                 let mut buf = match kind {
                     IoKind::Read => {
@@ -99,9 +119,9 @@ impl IoQueue {
                 // Writes of the following pages of the same slab, queued right
                 // behind this one (appends), leave in the same I/O.
                 if kind == IoKind::Write && !slab::is_large(class) {
-                    let next = |q: &VecDeque<(Unit, IoKind)>, pages: usize| {
+                    let next = |q: &VecDeque<(Unit, IoKind, Instant)>, pages: usize| {
                         pages < RUN
-                            && q.front().is_some_and(|&(u, k)| {
+                            && q.front().is_some_and(|&(u, k, _)| {
                                 k == IoKind::Write
                                     && u.class() == class
                                     && u.n() == unit.n() + pages as u64
@@ -113,7 +133,7 @@ impl IoQueue {
                         self.pool.put(buf);
                         let mut pages = 1;
                         while next(&self.to_submit, pages) {
-                            let Some((u, _)) = self.to_submit.pop_front() else {
+                            let Some((u, _, _)) = self.to_submit.pop_front() else {
                                 break;
                             };
                             let b = units.take_prepared(u);
@@ -131,6 +151,7 @@ impl IoQueue {
                     kind,
                     buf,
                     tag: unit.0,
+                    issued: t,
                 };
                 match io.push(req) {
                     Ok(()) => {
@@ -146,11 +167,11 @@ impl IoQueue {
                                 let mut b = self.pool.get(PAGE);
                                 b[..PAGE].copy_from_slice(&req.buf[i * PAGE..(i + 1) * PAGE]);
                                 units.restore_prepared(u, b);
-                                self.to_submit.push_front((u, kind));
+                                self.to_submit.push_front((u, kind, queued));
                             }
                             self.pool.put(req.buf);
                         } else {
-                            self.to_submit.push_front((unit, kind));
+                            self.to_submit.push_front((unit, kind, queued));
                         }
                         break;
                     }
@@ -170,7 +191,8 @@ impl IoQueue {
     }
 
     /// The completions that have arrived; with `wait`, blocks until one does. Each
-    /// completion handled is `completed`; the vector goes back with `reaped`.
+    /// completion handled is `completed`; the vector goes back with `reaped`. Ends
+    /// the worker's turn and begins the next; notes the longest turn, wait and I/O.
     pub(super) fn reap(
         &mut self,
         io: &mut dyn Backend,
@@ -179,13 +201,21 @@ impl IoQueue {
         poison: &Poison,
     ) -> Vec<IoDone> {
         let t = Instant::now();
+        self.end_turn(t, stats);
         let mut done = std::mem::take(&mut self.completions);
         if let Err(e) = io.reap(wait, &mut done) {
             poison.set(format!("reaping I/O completions: {e}"));
         }
-        stats
-            .wait_ns
-            .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        let end = Instant::now();
+        let waited = end.saturating_duration_since(t);
+        stats.wait_ns.fetch_add(waited.as_nanos() as u64, Relaxed);
+        if wait {
+            stats.slowest_wait.note(waited);
+        }
+        if let Some(oldest) = done.iter().map(|d| d.issued).min() {
+            stats.slowest_io.note(end.saturating_duration_since(oldest));
+        }
+        self.turn = end;
         done
     }
 

@@ -27,11 +27,15 @@ impl Worker {
             if closing.is_none() && !disconnected {
                 if self.ops.active() == 0 && self.queue.is_idle() {
                     let t = Instant::now();
-                    match rx.recv() {
+                    self.queue.end_turn(t, &self.stats);
+                    let r = rx.recv();
+                    let back = Instant::now();
+                    self.queue.begin_turn(back);
+                    match r {
                         Ok(m) => {
                             self.stats
                                 .idle_ns
-                                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                                .fetch_add((back - t).as_nanos() as u64, Relaxed);
                             got = true;
                             self.handle(m, &mut closing);
                         }

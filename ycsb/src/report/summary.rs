@@ -332,6 +332,26 @@ pub fn engine_lines(
             ));
         }
     }
+    // The engine's longest of each stage since its open (`slowest.<stage>_us`, a
+    // maximum: KVell's I/O, queue wait, loop turn and wait for a completion), stated
+    // for the phase only where it rose in it; otherwise the phase's is at most the
+    // one before it.
+    for (k, a) in after {
+        let (Some(stage), Some(a)) = (
+            k.strip_prefix("slowest.")
+                .and_then(|n| n.strip_suffix("_us")),
+            *a,
+        ) else {
+            continue;
+        };
+        let b = before.get(k).copied().flatten();
+        out.push(match b {
+            Some(b) if b >= a => {
+                format!("[ENGINE], Slowest.{stage}(us), <= {a} (set before this phase)")
+            }
+            _ => format!("[ENGINE], Slowest.{stage}(us), {a}"),
+        });
+    }
     out
 }
 
@@ -394,6 +414,19 @@ mod tests {
             "{lines:?}"
         );
         assert!(engine_lines(&BTreeMap::new(), &BTreeMap::new(), 0).is_empty());
+        let slow = engine_lines(
+            &m(&[("slowest.io_us", Some(900)), ("slowest.turn_us", Some(50))]),
+            &m(&[("slowest.io_us", Some(1200)), ("slowest.turn_us", Some(50))]),
+            0,
+        );
+        assert!(
+            slow.contains(&"[ENGINE], Slowest.io(us), 1200".to_string()),
+            "{slow:?}"
+        );
+        assert!(
+            slow.contains(&"[ENGINE], Slowest.turn(us), <= 50 (set before this phase)".to_string()),
+            "{slow:?}"
+        );
         let w = m(&[
             ("device_bytes_written", Some(3000)),
             ("stall_micros", Some(2500)),
