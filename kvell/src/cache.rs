@@ -76,7 +76,7 @@ pub struct PageCache {
 
 /// Frames `from..to` being made resident by a helper thread, so that the open does
 /// not wait for them (`fill_beside`). The helper counts the frames it has made
-/// resident so far (`made`, from `from`, in steps of 8 MiB), which the cache takes as
+/// resident so far (`made`, from `from`, in steps of 1 MiB), which the cache takes as
 /// they come (`settle`); it returns whether the kernel made them resident (it may
 /// refuse the advice: then they are left to their first use) and the microseconds
 /// it took.
@@ -233,7 +233,7 @@ impl PageCache {
     /// As [`PageCache::fill_to`], but a rise is made resident by a helper thread
     /// while the worker serves: until it has ended the cache holds at most the frames
     /// touched so far (`settle`, at each of the worker's turns, takes those the helper
-    /// has made resident, 8 MiB at a time, and once it has ended applies the limit
+    /// has made resident, 1 MiB at a time, and once it has ended applies the limit
     /// last asked for). A cache that opens empty loses nothing by this: it fills from
     /// reads, far slower than the kernel makes frames resident. The open used to wait
     /// for this step: 37-48 ms of each open of 4M items, and 410-490 ms where the
@@ -376,9 +376,10 @@ impl PageCache {
         }
     }
 
+    /// Frame `f`'s page (a slice of that page only: a helper may be making other
+    /// frames resident, `fill_beside`).
     fn frame(&self, f: u32) -> &[u8] {
-        let at = f as usize * PAGE;
-        &self.frames[at..at + PAGE]
+        self.frames.page(f as usize)
     }
 
     /// Asks the CPU for the lookup table's line of `unit` ahead of a `get`, the first
@@ -449,8 +450,9 @@ impl PageCache {
                 f
             }
         };
-        let at = f as usize * PAGE;
-        self.frames[at..at + PAGE].copy_from_slice(&page[..PAGE]);
+        self.frames
+            .page_mut(f as usize)
+            .copy_from_slice(&page[..PAGE]);
         self.push_front(f);
     }
 }

@@ -216,7 +216,7 @@ fn open_worker(
         // leaves besides an upper bound of what recovery holds (`recovery_bound`);
         // after it, once its key map is freed and the index known, the rest of what
         // the budget leaves, made resident by a helper thread while the worker
-        // already serves, 8 MiB at a time (`PageCache::fill_beside`), or it gives
+        // already serves, 1 MiB at a time (`PageCache::fill_beside`), or it gives
         // back what is over.
         // The first step stays in the open, beside the scan, though it slows the
         // scan: with 16 MiB there and the rest after the open the scans of 4M items

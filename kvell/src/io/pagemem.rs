@@ -16,7 +16,7 @@ use std::io;
 use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 /// A zeroed anonymous mapping of whole pages, owned like a `Box<[u8]>`.
 pub struct PageMem {
@@ -142,7 +142,10 @@ impl PageMem {
     /// A handle that makes pages `pages` resident from another thread, while this
     /// mapping is in use (the page cache's second step, after recovery: see
     /// `PageCache::fill_beside`). The caller keeps the mapping where it is (no
-    /// [`PageMem::grow`], no drop) until the handle's work has ended.
+    /// [`PageMem::grow`], no drop) until the handle's work has ended, and until then
+    /// reaches the range's pages only once counted made ([`Populator::made`]), each
+    /// through [`PageMem::page`] or [`PageMem::page_mut`] (no slice over the whole
+    /// mapping, which would cover pages the handle is touching).
     pub fn populator(&self, pages: Range<usize>) -> io::Result<Populator> {
         let (at, len) = self.check(&pages)?;
         Ok(Populator {
@@ -150,6 +153,36 @@ impl PageMem {
             len,
             made: Arc::new(AtomicUsize::new(0)),
         })
+    }
+
+    /// Page `i` of the mapping (4 KiB).
+    ///
+    /// # Panics
+    /// If the mapping has no page `i`.
+    pub fn page(&self, i: usize) -> &[u8] {
+        assert!(
+            i < self.len / PAGE,
+            "page {i} of a mapping of {}",
+            self.len / PAGE
+        );
+        // SAFETY: the page lies within the mapping (asserted), initialised (zero-
+        // filled by the kernel), owned by self; the slice covers that page only, so a
+        // populator at work on other pages of the mapping writes none of its bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(i * PAGE), PAGE) }
+    }
+
+    /// Page `i` of the mapping (4 KiB), writable.
+    ///
+    /// # Panics
+    /// If the mapping has no page `i`.
+    pub fn page_mut(&mut self, i: usize) -> &mut [u8] {
+        assert!(
+            i < self.len / PAGE,
+            "page {i} of a mapping of {}",
+            self.len / PAGE
+        );
+        // SAFETY: as in `page`, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(i * PAGE), PAGE) }
     }
 
     /// How many of pages `pages` are resident.
@@ -179,6 +212,9 @@ pub struct Populator {
     made: Arc<AtomicUsize>,
 }
 
+/// Bytes a [`Populator`] makes resident between two counts of what it has made.
+const TOUCH_STEP: usize = 1 << 20;
+
 impl Populator {
     /// The count of pages made resident so far, from the first of the range (it
     /// only rises, and reaches the range's length once [`Populator::run`] has made
@@ -187,25 +223,38 @@ impl Populator {
         Arc::clone(&self.made)
     }
 
-    /// Makes the pages resident with `MADV_POPULATE_WRITE`, as a write to each would,
-    /// without changing a byte of them. Where the kernel refuses the advice (before
-    /// Linux 5.14) it does nothing and says so: writing to the pages here, as
-    /// [`PageMem::populate`] does, could race with their owner's writes, so they are
-    /// left to their first use.
+    /// Makes the pages resident, one write fault each (an atomic add and subtract of
+    /// one on the page's first byte: no byte changes), counting them every
+    /// [`TOUCH_STEP`] bytes. Not `MADV_POPULATE_WRITE`, which holds the process's
+    /// mmap lock through each call: the helper that runs this is in the idle
+    /// scheduling class, and on busy cores it lost the CPU inside a call, holding
+    /// the lock, while a thread that maps or unmaps memory (an allocator) waited for
+    /// it, and every fault of every thread behind that one: a worker's turn of
+    /// 42-43 ms in the first second of two of three runs of YCSB A at 64 in flight
+    /// (`slowest.turn_us`, 2026-12-05), where with these faults, which hold only
+    /// the lock of the mapping they fault in (per-VMA locks, Linux 6.4), the longest
+    /// turn then was 4-5 ms.
     pub fn run(self) -> io::Result<()> {
-        if self.len == 0 {
-            return Ok(());
+        let mut done = 0;
+        while done < self.len {
+            let n = TOUCH_STEP.min(self.len - done);
+            for off in (done..done + n).step_by(PAGE) {
+                // SAFETY: the byte lies within a live mapping (the range was checked
+                // when the handle was made; its owner keeps it mapped and in place
+                // until this returns), initialised, and aligned for a `u8`. Its page
+                // is past those counted made, which the owner does not reach
+                // (`PageMem::populator`): nothing else accesses the byte meanwhile.
+                let b = unsafe { AtomicU8::from_ptr((self.at + off) as *mut u8) };
+                // Two writes that undo each other (an `or` of zero, a write that
+                // changes nothing, compiles to a read, which maps the shared zero
+                // page and leaves the page to be made on the owner's first write).
+                b.fetch_add(1, Ordering::Relaxed);
+                b.fetch_sub(1, Ordering::Relaxed);
+            }
+            done += n;
+            self.made.store(done / PAGE, Ordering::Release);
         }
-        // SAFETY: the range lies within a live mapping (checked when the handle was
-        // made; its owner keeps it mapped and in place until this returns) and is
-        // page-aligned. The advice only faults the pages in, writable, as a write
-        // would; it reads and writes none of their bytes, so it cannot race with the
-        // owner's use of them.
-        unsafe {
-            populate_in_steps(self.at, self.len, |done| {
-                self.made.store(done / PAGE, Ordering::Release)
-            })
-        }
+        Ok(())
     }
 }
 
@@ -342,7 +391,7 @@ mod tests {
     /// changes no byte; the pages before and after its range stay as they were.
     #[test]
     fn a_populator_counts_the_pages_it_made_resident() {
-        let steps = 3 * (POPULATE_STEP / PAGE);
+        let steps = 3 * (TOUCH_STEP / PAGE) + 5;
         let mut m = PageMem::new(steps + 8, false).unwrap();
         m[5 * PAGE] = 9;
         let p = m.populator(4..4 + steps).unwrap();
