@@ -112,30 +112,13 @@ impl PageMem {
         }
     }
 
-    /// Makes pages `pages` resident (zeroed), as writing a byte of each would, in one
-    /// call where the kernel has `MADV_POPULATE_WRITE` (Linux 5.14): the kernel
-    /// fills the range without taking a fault per page; elsewhere (the advice
-    /// refused) one write per page. Their bytes stay what they were.
+    /// Makes pages `pages` resident (zeroed), as writing a byte of each would, with a
+    /// write fault each ([`touch_pages`]). Their bytes stay what they were.
     pub fn populate(&mut self, pages: Range<usize>) -> io::Result<()> {
         let (at, len) = self.check(&pages)?;
-        if len == 0 {
-            return Ok(());
-        }
         // SAFETY: the range lies within the mapping (checked) and is page-aligned;
-        // `&mut self` means no reference to its bytes is alive. The advice only
-        // faults the pages in, writable, as a write would, without changing a byte.
-        if unsafe { populate_in_steps(at as usize, len, |_| {}) }.is_ok() {
-            return Ok(());
-        }
-        for p in pages {
-            // SAFETY: page `p` lies within the mapping (the range was checked);
-            // `&mut self` means no reference to its bytes is alive; a volatile read
-            // and write of the same byte makes the page resident without changing it.
-            unsafe {
-                let b = self.ptr.as_ptr().add(p * PAGE);
-                b.write_volatile(b.read_volatile());
-            }
-        }
+        // `&mut self` means no reference to its bytes is alive.
+        unsafe { touch_pages(at as usize, len, |_| {}) };
         Ok(())
     }
 
@@ -223,38 +206,59 @@ impl Populator {
         Arc::clone(&self.made)
     }
 
-    /// Makes the pages resident, one write fault each (an atomic add and subtract of
-    /// one on the page's first byte: no byte changes), counting them every
-    /// [`TOUCH_STEP`] bytes. Not `MADV_POPULATE_WRITE`, which holds the process's
-    /// mmap lock through each call: the helper that runs this is in the idle
-    /// scheduling class, and on busy cores it lost the CPU inside a call, holding
-    /// the lock, while a thread that maps or unmaps memory (an allocator) waited for
-    /// it, and every fault of every thread behind that one: a worker's turn of
-    /// 42-43 ms in the first second of two of three runs of YCSB A at 64 in flight
-    /// (`slowest.turn_us`, 2026-12-05), where with these faults, which hold only
-    /// the lock of the mapping they fault in (per-VMA locks, Linux 6.4), the longest
-    /// turn then was 4-5 ms.
+    /// Makes the pages resident, one write fault each ([`touch_pages`]), counting them
+    /// every [`TOUCH_STEP`] bytes.
     pub fn run(self) -> io::Result<()> {
-        let mut done = 0;
-        while done < self.len {
-            let n = TOUCH_STEP.min(self.len - done);
-            for off in (done..done + n).step_by(PAGE) {
-                // SAFETY: the byte lies within a live mapping (the range was checked
-                // when the handle was made; its owner keeps it mapped and in place
-                // until this returns), initialised, and aligned for a `u8`. Its page
-                // is past those counted made, which the owner does not reach
-                // (`PageMem::populator`): nothing else accesses the byte meanwhile.
-                let b = unsafe { AtomicU8::from_ptr((self.at + off) as *mut u8) };
-                // Two writes that undo each other (an `or` of zero, a write that
-                // changes nothing, compiles to a read, which maps the shared zero
-                // page and leaves the page to be made on the owner's first write).
-                b.fetch_add(1, Ordering::Relaxed);
-                b.fetch_sub(1, Ordering::Relaxed);
-            }
-            done += n;
-            self.made.store(done / PAGE, Ordering::Release);
-        }
+        // SAFETY: the range lies within a live mapping (checked when the handle was
+        // made; its owner keeps it mapped and in place until this returns) and is
+        // page-aligned. Its pages past those counted made are not reached by the
+        // owner (`PageMem::populator`): nothing else accesses their bytes meanwhile.
+        unsafe {
+            touch_pages(self.at, self.len, |done| {
+                self.made.store(done / PAGE, Ordering::Release)
+            })
+        };
         Ok(())
+    }
+}
+
+/// Makes the pages of `len` bytes at `at` resident, one write fault each (an atomic
+/// add and subtract of one on the page's first byte: no byte changes), telling
+/// `made` how many bytes from `at` are resident every [`TOUCH_STEP`].
+///
+/// Not `MADV_POPULATE_WRITE` (no fault per page), which holds the process's mmap lock
+/// through each call: a thread that maps or unmaps memory meanwhile (an allocator, a
+/// growing vector) waits for it, and every fault of every thread behind that one. The
+/// cache's second step runs in the idle scheduling class beside the first requests,
+/// and on busy cores it lost the CPU inside a call, holding the lock: a worker's turn
+/// of 44.6 and 53.1 ms in the first half second of two of five 20-s runs of YCSB A
+/// uniform at 64 in flight, 43.5 ms before a third began (`slowest.turn_us`). A fault
+/// holds only the lock of the mapping it faults in (per-VMA locks, Linux 6.4): with
+/// faults, 25.4 ms in one run and 4.2-12.7 ms in the others; the runs' slowest
+/// operations 14.3-36.4 ms against 23.2-129.8 (alternating, 2026-12-05:
+/// results/kvell-4m-ab/fill-faults/ab.md). Beside recovery's scan (the first step)
+/// the faults cost the helper more CPU but leave the scan's own faults and remaps
+/// unblocked: results/kvell-4m-ab/fill-faults/opens.md.
+///
+/// # Safety
+/// `at..at + len` must lie within a live mapping of the process, be page-aligned, and
+/// nothing else may access its bytes until `made` has counted them.
+unsafe fn touch_pages(at: usize, len: usize, mut made: impl FnMut(usize)) {
+    let mut done = 0;
+    while done < len {
+        let n = TOUCH_STEP.min(len - done);
+        for off in (done..done + n).step_by(PAGE) {
+            // SAFETY: the byte lies within the live mapping the caller vouches for,
+            // initialised, aligned for a `u8`, and nothing else accesses it now.
+            let b = unsafe { AtomicU8::from_ptr((at + off) as *mut u8) };
+            // Two writes that undo each other (an `or` of zero, a write that changes
+            // nothing, compiles to a read, which maps the shared zero page and leaves
+            // the page to be made on the next write).
+            b.fetch_add(1, Ordering::Relaxed);
+            b.fetch_sub(1, Ordering::Relaxed);
+        }
+        done += n;
+        made(done);
     }
 }
 
@@ -278,7 +282,8 @@ pub(crate) fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
     NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)
 }
 
-/// Bytes one `MADV_POPULATE_WRITE` call makes resident at most. The kernel holds the
+/// Bytes one `MADV_POPULATE_WRITE` call makes resident at most (recovery's read-ahead
+/// buffers, `buf.rs`: 2 MiB pages, a few calls per open). The kernel holds the
 /// process's mmap lock (shared) through each call, and a thread that maps, unmaps or
 /// remaps memory meanwhile (an I/O buffer, a growing vector) waits for it, as does
 /// every fault behind that thread: the page cache's 1.2 GiB made resident in one call
