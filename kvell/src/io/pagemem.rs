@@ -112,13 +112,25 @@ impl PageMem {
         }
     }
 
-    /// Makes pages `pages` resident (zeroed), as writing a byte of each would, with a
-    /// write fault each ([`touch_pages`]). Their bytes stay what they were.
+    /// Makes pages `pages` resident (zeroed), as writing a byte of each would, in
+    /// calls of [`POPULATE_STEP`] where the kernel has `MADV_POPULATE_WRITE` (Linux
+    /// 5.14): no fault per page; elsewhere (the advice refused) one write fault per
+    /// page ([`touch_pages`]). Their bytes stay what they were. The cache's first step
+    /// (beside recovery's scan, at the scan's priority) is made so: with write faults
+    /// instead, two sets of eight alternating pairs of opens of 4M items disagreed
+    /// (the scan faster in 6 of 7 pairs, then in 2 of 7), the helper's time rose from
+    /// 0.15-0.19 s to 0.20-0.25 s (results/kvell-4m-ab/fill-faults/opens.md).
     pub fn populate(&mut self, pages: Range<usize>) -> io::Result<()> {
         let (at, len) = self.check(&pages)?;
         // SAFETY: the range lies within the mapping (checked) and is page-aligned;
-        // `&mut self` means no reference to its bytes is alive.
-        unsafe { touch_pages(at as usize, len, |_| {}) };
+        // `&mut self` means no reference to its bytes is alive. The advice only
+        // faults the pages in, writable, as a write would, without changing a byte;
+        // so do the writes of `touch_pages`.
+        unsafe {
+            if len > 0 && populate_in_steps(at as usize, len, |_| {}).is_err() {
+                touch_pages(at as usize, len, |_| {});
+            }
+        }
         Ok(())
     }
 
@@ -237,8 +249,7 @@ impl Populator {
 /// faults, 25.4 ms in one run and 4.2-12.7 ms in the others; the runs' slowest
 /// operations 14.3-36.4 ms against 23.2-129.8 (alternating, 2026-12-05:
 /// results/kvell-4m-ab/fill-faults/ab.md). Beside recovery's scan (the first step)
-/// the faults cost the helper more CPU but leave the scan's own faults and remaps
-/// unblocked: results/kvell-4m-ab/fill-faults/opens.md.
+/// the advice stays (`PageMem::populate`).
 ///
 /// # Safety
 /// `at..at + len` must lie within a live mapping of the process, be page-aligned, and
@@ -282,8 +293,7 @@ pub(crate) fn map_anonymous(len: usize) -> io::Result<NonNull<u8>> {
     NonNull::new(raw.cast::<u8>()).ok_or_else(io::Error::last_os_error)
 }
 
-/// Bytes one `MADV_POPULATE_WRITE` call makes resident at most (recovery's read-ahead
-/// buffers, `buf.rs`: 2 MiB pages, a few calls per open). The kernel holds the
+/// Bytes one `MADV_POPULATE_WRITE` call makes resident at most. The kernel holds the
 /// process's mmap lock (shared) through each call, and a thread that maps, unmaps or
 /// remaps memory meanwhile (an I/O buffer, a growing vector) waits for it, as does
 /// every fault behind that thread: the page cache's 1.2 GiB made resident in one call
