@@ -77,9 +77,8 @@ pub struct PageCache {
 /// Frames `from..to` being made resident by a helper thread, so that the open does
 /// not wait for them (`fill_beside`). The helper counts the frames it has made
 /// resident so far (`made`, from `from`, in steps of 1 MiB), which the cache takes as
-/// they come (`settle`); it returns whether the kernel made them resident (it may
-/// refuse the advice: then they are left to their first use) and the microseconds
-/// it took.
+/// they come (`settle`); it returns whether it made them all resident (a helper
+/// that panicked did not) and the microseconds it took.
 struct Fill {
     from: u32,
     to: u32,

@@ -37,13 +37,16 @@ pub struct Stats {
     /// handed its completion to the worker (the device's time, and the worker's delay
     /// in reaping, which the slowest turn bounds).
     pub slowest_io: Slowest,
-    /// The longest an I/O waited in the worker's queue before it was submitted
-    /// (behind the queue depth), from the start of the turn that queued it.
+    /// The longest an I/O waited in the worker's queue behind the queue depth: one
+    /// the turn that queued it left unsubmitted, from the start of that turn to its
+    /// submit (so it includes the rest of that turn).
     pub slowest_queued: Slowest,
     /// The worker's longest turn: from coming back from a reap (or from waiting for a
     /// request) to its next reap, its CPU work between (new requests, completions,
-    /// submits), and any time it lost the CPU or waited in the kernel meanwhile. Every
-    /// request sent meanwhile waited that long in the worker's channel.
+    /// submits), and any time it lost the CPU or waited in the kernel meanwhile (with
+    /// the `psync` and `sim` backends, which do their I/O inside the submit, the
+    /// device's time too). A request sent meanwhile waited up to that long in the
+    /// worker's channel.
     pub slowest_turn: Slowest,
     /// The longest reap that waited for a completion: the worker had I/O in flight
     /// and none completed for that long.

@@ -89,7 +89,7 @@ struct State {
     /// A crash armed by [`SimDisk::cut_power_at`]: it happens before this operation
     /// number, whatever the operation.
     cut_at: Option<(u64, Crash)>,
-    /// Every asynchronous read takes this much longer (`SimDisk::slow_reads`).
+    /// Each asynchronous read holds its submit this long (`SimDisk::slow_reads`).
     slow_reads: Option<std::time::Duration>,
 }
 
@@ -272,8 +272,9 @@ impl SimDisk {
         self.lock().fail_op = n;
     }
 
-    /// Makes every later asynchronous read take `d` longer before it completes (a
-    /// slow device, for the worker's `slowest.*` counters); `None` stops it.
+    /// Makes every later asynchronous read hold the thread that submits it for `d`
+    /// (the simulated backend does its I/O inside the submit: a slow device, for the
+    /// worker's `slowest.*` counters); `None` stops it.
     pub fn slow_reads(&self, d: Option<std::time::Duration>) {
         self.lock().slow_reads = d;
     }
@@ -455,9 +456,13 @@ impl Backend for Sim {
     fn submit(&mut self) -> io::Result<()> {
         let queued = std::mem::take(&mut self.queued);
         for mut r in queued {
-            if r.kind == IoKind::Read
-                && let Some(d) = self.disk.lock().slow_reads
-            {
+            // Not sleeping with the disk's lock held (a temporary in an `if let`
+            // lives through its block).
+            let slow = match r.kind {
+                IoKind::Read => self.disk.lock().slow_reads,
+                IoKind::Write => None,
+            };
+            if let Some(d) = slow {
                 std::thread::sleep(d);
             }
             let result = match r.kind {

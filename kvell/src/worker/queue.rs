@@ -102,9 +102,12 @@ impl IoQueue {
                 let Some((unit, kind, queued)) = self.to_submit.pop_front() else {
                     break;
                 };
-                stats
-                    .slowest_queued
-                    .note(t.saturating_duration_since(queued));
+                // Queued by an earlier turn: left behind the queue depth.
+                if queued < self.turn {
+                    stats
+                        .slowest_queued
+                        .note(t.saturating_duration_since(queued));
+                }
                 let class = unit.class();
                 let mut buf = match kind {
                     IoKind::Read => {
