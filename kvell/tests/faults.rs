@@ -625,14 +625,7 @@ fn a_slow_read_shows_as_the_slowest_io_with_its_time() {
     }
     e.close().unwrap();
     drop(e);
-    let counter = |e: &Kvell, name: &str| {
-        e.counters()
-            .extra
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| *v)
-            .unwrap_or_else(|| panic!("no counter {name}"))
-    };
+    let counter = common::extra;
     // Cold cache: each get reads its page.
     let e = Kvell::open(config(d.path(), &disk, true)).unwrap();
     assert_eq!(e.get(b"k001").unwrap(), Some(vec![1; 900]));

@@ -18,14 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-fn gauge(kv: &Kvell, name: &str) -> u64 {
-    kv.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no gauge {name}"))
-}
+mod common;
+use common::extra as gauge;
 
 /// The sum of the engine's `memory.*` gauges.
 fn held(kv: &Kvell) -> u64 {
