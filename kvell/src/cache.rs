@@ -77,13 +77,13 @@ pub struct PageCache {
 /// Frames `from..to` being made resident by a helper thread, so that the open does
 /// not wait for them (`fill_beside`). The helper counts the frames it has made
 /// resident so far (`made`, from `from`, in steps of 1 MiB), which the cache takes as
-/// they come (`settle`); it returns whether it made them all resident (a helper
-/// that panicked did not) and the microseconds it took.
+/// they come (`settle`); it returns the microseconds it took (a helper that
+/// panicked returns nothing, and the frames past those it counted stay untouched).
 struct Fill {
     from: u32,
     to: u32,
     made: Arc<AtomicUsize>,
-    thread: JoinHandle<(bool, u64)>,
+    thread: JoinHandle<u64>,
 }
 
 impl PageCache {
@@ -256,8 +256,8 @@ impl PageCache {
             .spawn(move || {
                 idle_priority();
                 let t = std::time::Instant::now();
-                let ok = pop.run().is_ok();
-                (ok, t.elapsed().as_micros() as u64)
+                pop.run();
+                t.elapsed().as_micros() as u64
             });
         let Ok(thread) = spawned else {
             return self.fill_to(limit);
@@ -293,11 +293,14 @@ impl PageCache {
             return None;
         }
         let f = self.fill.take()?;
-        // A helper that panicked made nothing resident that it says.
-        let (ok, us) = f.thread.join().unwrap_or((false, 0));
-        if ok {
-            self.touched = self.touched.max(f.to);
-        }
+        // A helper that panicked made nothing resident beyond what it counted.
+        let us = match f.thread.join() {
+            Ok(us) => {
+                self.touched = self.touched.max(f.to);
+                us
+            }
+            Err(_) => 0,
+        };
         self.set_limit(self.wanted);
         Some(us)
     }
@@ -694,7 +697,7 @@ mod tests {
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             let _ = wait.recv();
-            (true, 7)
+            7
         });
         c.fill = Some(Fill {
             from: 16,

@@ -62,7 +62,7 @@ impl HugeMapping {
             // made resident at their first touch. Made resident in steps, as the
             // page cache is, so that no other thread waits for the whole of it.
             libc::madvise(at as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-            let _ = populate_in_steps(at, len, |_| {});
+            let _ = populate_in_steps(at, len);
         }
         Some(HugeMapping { at, len })
     }
