@@ -4,24 +4,14 @@
 //!
 //! ```text
 //! count u8 | class u8 (MIXED: one class byte per entry) | width u8 (bytes per slot)
-//!          | restarts u8 | entry* | restart*
-//! entry:   h u8 | [shared varint | len varint if h >> 4 == 15] | suffix | slot (width, LE) | [class u8]
+//! entry*:  h u8 | [shared varint | len varint if h >> 4 == 15] | suffix | slot (width, LE) | [class u8]
 //!          h = shared << 4 | len when shared < 15 and len < 16
-//! restart: offset u16 (LE, of an entry in the block) | index u8 (of that entry)
 //! ```
 //! `shared` bytes come from the previous key, `suffix` follows. The class is stored
 //! once when every entry of the block has it, slots in the fewest whole bytes that
-//! hold the block's largest.
-//!
-//! A restart is an entry stored whole (`shared` 0) whatever it shares with the one
-//! before: an encoded block has one every `RESTART` entries, and inserts and removes
-//! keep the table right without re-encoding (a segment between restarts grows until
-//! the block splits). The table lies after the entries, so a splice moves it with the
-//! tail. A lookup ([`search`]) binary-searches the restarts for the segment that may
-//! hold the key, then walks only that segment without rebuilding keys: it tracks how
-//! many bytes the search key shares with the last smaller entry and only compares
-//! suffixes of entries that share exactly that much. Within a segment `shared` is
-//! exact, which that walk needs; it never walks across a restart.
+//! hold the block's largest. A lookup ([`search`]) walks a block without rebuilding
+//! keys: it tracks how many bytes the search key shares with the last smaller entry
+//! and only compares suffixes of entries that share exactly that much.
 
 use super::key::Key;
 use crate::hint::prefetch;
@@ -36,14 +26,8 @@ pub(super) const MIN_ENTRIES: usize = 32;
 pub(super) const MAX_BYTES: usize = 4096;
 /// The class byte of a block whose entries have different classes.
 pub(super) const MIXED: u8 = 0xFF;
-/// Bytes of a block's header (count, class, width, restarts).
-pub(super) const HDR: usize = 4;
-/// Entries from one restart to the next in an encoded block. A walk of the whole
-/// block (128 entries, 64 on average) was 12.7% of YCSB C uniform's CPU
-/// (results/kvell-ceiling/profile-C-uniform.txt).
-pub(super) const RESTART: usize = 16;
-/// Bytes of one restart in the table.
-pub(super) const RESTART_LEN: usize = 3;
+/// Bytes of a block's header (count, class, width).
+pub(super) const HDR: usize = 3;
 
 pub(super) fn lcp(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -164,89 +148,12 @@ pub(super) fn count(b: &[u8]) -> usize {
     b[0] as usize
 }
 
-/// Number of restarts in the block's table.
-pub(super) fn restarts(b: &[u8]) -> usize {
-    b[3] as usize
-}
-
-/// Restart `j` of the block: the entry's byte offset and index.
-pub(super) fn restart(b: &[u8], j: usize) -> (usize, usize) {
-    let t = b.len() - RESTART_LEN * (restarts(b) - j);
-    (
-        u16::from_le_bytes([b[t], b[t + 1]]) as usize,
-        b[t + 2] as usize,
-    )
-}
-
-fn set_restart(b: &mut [u8], j: usize, at: usize, i: usize) {
-    let t = b.len() - RESTART_LEN * (restarts(b) - j);
-    b[t..t + 2].copy_from_slice(&(at as u16).to_le_bytes());
-    b[t + 2] = i as u8;
-}
-
-/// The restart at byte `at`, if the entry there is one.
-pub(super) fn restart_at(b: &[u8], at: usize) -> Option<usize> {
-    (0..restarts(b)).find(|&j| restart(b, j).0 == at)
-}
-
-/// After a splice: every restart at byte `from` or beyond moves by `bytes` and
-/// `entries`.
-pub(super) fn shift_restarts(b: &mut [u8], from: usize, bytes: isize, entries: isize) {
-    for j in 0..restarts(b) {
-        let (at, i) = restart(b, j);
-        if at >= from {
-            set_restart(
-                b,
-                j,
-                at.wrapping_add_signed(bytes),
-                i.wrapping_add_signed(entries),
-            );
-        }
-    }
-}
-
-/// Drops restart `j` from the table (the block is one restart shorter after it).
-pub(super) fn drop_restart(b: &mut Vec<u8>, j: usize) {
-    let t = b.len() - RESTART_LEN * (restarts(b) - j);
-    b.drain(t..t + RESTART_LEN);
-    b[3] -= 1;
-}
-
-/// Where a walk for `key` starts: the byte offset and index of the last restart
-/// whose key is <= `key` (or the first entry), and the index where that segment ends
-/// (the next restart, or the count).
-pub(super) fn segment(b: &[u8], key: &[u8]) -> (usize, usize, usize) {
-    let (mut lo, mut hi) = (0, restarts(b));
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        let (at, _) = restart(b, mid);
-        // A restart is stored whole: its suffix is its key.
-        if entry_at(b, at).suffix <= key {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    let (at, i) = if lo == 0 {
-        (HDR, 0)
-    } else {
-        restart(b, lo - 1)
-    };
-    let end = if lo < restarts(b) {
-        restart(b, lo).1
-    } else {
-        count(b)
-    };
-    (at, i, end)
-}
-
 /// Where a key is, or would go, in a block.
 pub(super) enum Pos {
     /// Entry `i` at byte `at` holds the key.
     Found { i: usize, at: usize },
     /// The key would be entry `i` at byte `at`; it shares `m` bytes with the entry
-    /// before and `next_shared` with the entry now at `i` (if any). Where that entry
-    /// is a restart, `next_shared` is 0: re-coded, it stays whole.
+    /// before and `next_shared` with the entry now at `i` (if any).
     Missing {
         i: usize,
         at: usize,
@@ -256,21 +163,22 @@ pub(super) enum Pos {
 }
 
 pub(super) fn search(b: &[u8], key: &[u8]) -> Pos {
-    // Each entry's place is known only once the one before is decoded, so a walk
-    // over a cold block is one cache miss after another (a load's random keys: 18% of
-    // its CPU in this function, half of that on the loads of the walk). Asked for at
-    // once, the block's lines arrive together: fresh loads of 4M items alternating
-    // with the build before, 454-481K items/s against 425-441K, 3.44-3.58 us of CPU
-    // per item against 3.76-3.86 (results/kvell-4m-ab/index-prefetch/ab.md).
+    // The walk reads the block front to back, each entry's place known only once the
+    // one before is decoded: one cache miss after another where a block is cold (a
+    // load's random keys: 18% of its CPU in this function, half of that on the loads
+    // of the walk). Asked for at once, the block's lines arrive together: fresh loads
+    // of 4M items alternating with the build before, 454-481K items/s against
+    // 425-441K, 3.44-3.58 us of CPU per item against 3.76-3.86
+    // (results/kvell-4m-ab/index-prefetch/ab.md).
     for line in b.chunks(64).skip(1) {
         prefetch(&line[0]);
     }
     let f = Format::of(b);
     let tail = f.width + (f.class == MIXED) as usize;
-    let (mut at, first, end) = segment(b, key);
+    let mut at = HDR;
     // Bytes `key` shares with the last entry found smaller than it.
     let mut m = 0;
-    for i in first..end {
+    for i in 0..count(b) {
         // The header alone says whether the entry must be compared.
         let h = b[at] as usize;
         let mut p = at + 1;
@@ -313,7 +221,7 @@ pub(super) fn search(b: &[u8], key: &[u8]) -> Pos {
         at = p + len + tail;
     }
     Pos::Missing {
-        i: end,
+        i: count(b),
         at,
         m,
         next_shared: 0,
@@ -381,31 +289,19 @@ impl Scratch {
     /// Encodes entries `a..b` as one exact-size block.
     pub(super) fn encode(&self, a: usize, b: usize) -> Box<[u8]> {
         let f = self.format(a, b);
-        let shared = |i: usize| {
-            if (i - a).is_multiple_of(RESTART) {
-                0
-            } else {
-                lcp(self.key(i - 1), self.key(i))
-            }
-        };
-        let nr = (b - a).saturating_sub(1) / RESTART;
-        let mut size = HDR + RESTART_LEN * nr;
+        let mut size = HDR;
         for i in a..b {
-            let s = shared(i);
-            size += f.entry_len(s, self.key(i).len() - s);
+            let k = self.key(i);
+            let s = if i == a { 0 } else { lcp(self.key(i - 1), k) };
+            size += f.entry_len(s, k.len() - s);
         }
         let mut out = Vec::with_capacity(size);
-        out.extend_from_slice(&[(b - a) as u8, f.class, f.width as u8, nr as u8]);
-        let mut table = Vec::with_capacity(RESTART_LEN * nr);
+        out.extend_from_slice(&[(b - a) as u8, f.class, f.width as u8]);
         for i in a..b {
-            let s = shared(i);
-            if i > a && (i - a).is_multiple_of(RESTART) {
-                table.extend_from_slice(&(out.len() as u16).to_le_bytes());
-                table.push((i - a) as u8);
-            }
-            f.put(&mut out, s, &self.key(i)[s..], self.locs[i]);
+            let k = self.key(i);
+            let s = if i == a { 0 } else { lcp(self.key(i - 1), k) };
+            f.put(&mut out, s, &k[s..], self.locs[i]);
         }
-        out.extend_from_slice(&table);
         debug_assert_eq!(out.len(), size);
         out.into_boxed_slice()
     }

@@ -9,8 +9,7 @@
 //! The worker locks its index per request; scans lock each worker's briefly.
 
 use super::block::{
-    Format, HDR, MAX_BYTES, MAX_ENTRIES, MIN_ENTRIES, MIXED, Pos, RESTART, RESTART_LEN, Scratch,
-    count, drop_restart, entry_at, restart, restart_at, restarts, search, segment, shift_restarts,
+    Format, HDR, MAX_BYTES, MAX_ENTRIES, MIN_ENTRIES, MIXED, Pos, Scratch, count, entry_at, search,
 };
 use super::key::{Key, malloc_bytes};
 use crate::slab::Loc;
@@ -188,17 +187,9 @@ impl Index {
                 next_shared,
             } if n < MAX_ENTRIES && f.fits(loc) && b.len() < MAX_BYTES => {
                 // Splice the new entry in where it lies; the next entry now shares
-                // more with it and is re-coded (a restart with 0 shared, so it stays
-                // whole). The block grows by realloc (in place when the allocation
-                // has room) and its tail, restart table included, moves up. A new
-                // first key (i == 0) then moves the block to that key.
-                // Appended to a last segment of `RESTART` entries, the entry is
-                // stored whole and becomes a restart, so that blocks filled in key
-                // order (sorted inserts) have their table too.
-                let nr = restarts(b);
-                let last = if nr == 0 { 0 } else { restart(b, nr - 1).1 };
-                let grow = i == n && n - last >= RESTART;
-                let m = if grow { 0 } else { m };
+                // more with it and is re-coded. The block grows by realloc (in place
+                // when the allocation has room) and its tail moves up. A new first
+                // key (i == 0) then moves the block to that key.
                 let splice = &mut self.scratch.keys;
                 splice.clear();
                 f.put(splice, m, &key[m..], loc);
@@ -217,7 +208,7 @@ impl Index {
                 let new_len = old_len + splice.len() - (end - at);
                 let mut v = std::mem::take(blk).into_vec();
                 if new_len > old_len {
-                    v.reserve_exact(new_len - old_len + if grow { RESTART_LEN } else { 0 });
+                    v.reserve_exact(new_len - old_len);
                     v.resize(new_len, 0);
                     v.copy_within(end..old_len, at + splice.len());
                 } else {
@@ -226,13 +217,6 @@ impl Index {
                 }
                 v[at..at + splice.len()].copy_from_slice(splice);
                 v[0] += 1;
-                shift_restarts(&mut v, at, new_len as isize - old_len as isize, 1);
-                if grow {
-                    v.extend_from_slice(&(at as u16).to_le_bytes());
-                    v.push(i as u8);
-                    v[3] += 1;
-                }
-                let new_len = v.len();
                 *blk = v.into_boxed_slice();
                 self.heap_bytes = self.heap_bytes + malloc_bytes(new_len) - malloc_bytes(old_len);
                 self.len += 1;
@@ -298,10 +282,7 @@ impl Index {
             self.take_block(&k);
             return Some(old);
         }
-        // Splice the entry out; the next one may need the bytes it shared with it (a
-        // restart removed has shared nothing, so the next entry becomes whole and
-        // takes its place in the table, unless it is a restart itself or there is
-        // none: then the table loses it).
+        // Splice the entry out; the next one may need the bytes it shared with it.
         let next = (i + 1 < n).then(|| entry_at(b, e.end));
         let mut size = b.len() - (e.end - at);
         if let Some(x) = &next
@@ -313,23 +294,17 @@ impl Index {
         let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&b[..at]);
         out[0] -= 1;
-        match &next {
+        match next {
             Some(x) if x.shared > e.shared => {
                 let mut suffix = key[e.shared..x.shared].to_vec();
                 suffix.extend_from_slice(x.suffix);
                 f.put(&mut out, e.shared, &suffix, x.loc);
                 out.extend_from_slice(&b[x.end..]);
             }
-            // The rest of the entries and the restart table.
-            _ => out.extend_from_slice(&b[e.end..]),
+            Some(_) => out.extend_from_slice(&b[e.end..]),
+            None => {}
         }
         debug_assert_eq!(out.len(), size);
-        shift_restarts(&mut out, at + 1, size as isize - b.len() as isize, -1);
-        if let Some(j) = restart_at(b, at)
-            && (next.is_none() || restart_at(b, e.end).is_some())
-        {
-            drop_restart(&mut out, j);
-        }
         let blk = out.into_boxed_slice();
         let k = if i == 0 {
             self.take_block(&k);
@@ -389,15 +364,9 @@ impl Index {
         };
         let mut cur = Vec::new();
         let mut found = 0;
-        for (bi, (_, b)) in self.map.range(first.clone()..).enumerate() {
-            // In the first block, from the restart before `start`.
-            let (mut at, from) = if bi == 0 {
-                let (at, i, _) = segment(b, start);
-                (at, i)
-            } else {
-                (HDR, 0)
-            };
-            for _ in from..count(b) {
+        for (_, b) in self.map.range(first.clone()..) {
+            let mut at = HDR;
+            for _ in 0..count(b) {
                 let e = entry_at(b, at);
                 cur.truncate(e.shared);
                 cur.extend_from_slice(e.suffix);
@@ -405,8 +374,7 @@ impl Index {
                 if found == n {
                     return;
                 }
-                // Keys ascend: once one is kept, so are the rest.
-                if found > 0 || cur.as_slice() >= start {
+                if cur.as_slice() >= start {
                     out.push(Found {
                         at: keys.len(),
                         len: cur.len(),
@@ -432,21 +400,6 @@ impl Index {
         self.map.len()
     }
 
-    /// The most entries a lookup walks: the longest stretch between restarts.
-    #[cfg(test)]
-    pub(super) fn longest_segment(&self) -> usize {
-        let mut longest = 0;
-        for b in self.map.values() {
-            let mut prev = 0;
-            for j in 0..restarts(b) {
-                longest = longest.max(restart(b, j).1 - prev);
-                prev = restart(b, j).1;
-            }
-            longest = longest.max(count(b) - prev);
-        }
-        longest
-    }
-
     /// Checks the structure: blocks sorted, first keys match, counts and limits.
     #[cfg(test)]
     pub(super) fn check(&self) {
@@ -466,23 +419,6 @@ impl Index {
             }
             let f = Format::of(b);
             assert!(s.locs.iter().all(|&l| f.fits(l)), "format");
-            // The restart table: entries stored whole, in order, where it says; the
-            // entries end where the table begins.
-            let (mut at, mut j) = (HDR, 0);
-            for i in 0..n {
-                let e = entry_at(b, at);
-                if j < restarts(b) && restart(b, j) == (at, i) {
-                    assert_eq!(e.shared, 0, "restart {j} stored whole");
-                    j += 1;
-                }
-                at = e.end;
-            }
-            assert_eq!(j, restarts(b), "every restart at an entry, in order");
-            assert_eq!(
-                at + RESTART_LEN * restarts(b),
-                b.len(),
-                "table after the entries"
-            );
             total += n;
             heap += malloc_bytes(b.len()) + k.heap_bytes();
         }

@@ -1,7 +1,7 @@
 //! The index against a `BTreeMap` model (random keys with shared prefixes, binary
 //! bytes and prefixes of each other), and its memory and speed (ignored by default).
 
-use super::block::{MAX_ENTRIES, RESTART};
+use super::block::MAX_ENTRIES;
 use super::key::Key;
 use super::map::Index;
 use crate::slab::Loc;
@@ -118,10 +118,6 @@ fn model_run(seed: u64, ops: usize, key_space: usize) {
     let all = idx.entries_from(b"", usize::MAX);
     let bulk = Index::from_sorted(all.iter().map(|(k, l)| (Key::new(k), *l)));
     bulk.check();
-    assert!(
-        bulk.longest_segment() <= RESTART,
-        "recovery's blocks have their restarts"
-    );
     assert_eq!(bulk.entries_from(b"", usize::MAX), all);
     assert_eq!(all, model.into_iter().collect::<Vec<_>>());
 }
@@ -199,8 +195,6 @@ fn sorted_inserts_fill_blocks() {
     }
     idx.check();
     assert_eq!(idx.blocks(), 10_000usize.div_ceil(MAX_ENTRIES));
-    // Appends add restarts as they go: a lookup walks at most RESTART entries.
-    assert_eq!(idx.longest_segment(), RESTART);
 }
 
 /// The YCSB key of item `i` ("user" + decimal FNV hash of i).
