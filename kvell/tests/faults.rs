@@ -625,7 +625,7 @@ fn a_slow_read_shows_as_the_slowest_io_with_its_time() {
     }
     e.close().unwrap();
     drop(e);
-    let counter = common::extra;
+    let counter = |e: &Kvell, name: &str| kvtestkit::extra(e, name);
     // Cold cache: each get reads its page.
     let e = Kvell::open(config(d.path(), &disk, true)).unwrap();
     assert_eq!(e.get(b"k001").unwrap(), Some(vec![1; 900]));

@@ -18,8 +18,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::sync_channel;
 
-mod common;
-use common::extra as gauge;
+/// `kvtestkit::extra` through the `Arc`s the tests hold.
+fn gauge(kv: &Kvell, name: &str) -> u64 {
+    kvtestkit::extra(kv, name)
+}
 
 /// The sum of the engine's `memory.*` gauges.
 fn held(kv: &Kvell) -> u64 {

@@ -20,3 +20,14 @@ pub mod faults;
 pub mod testfs;
 
 pub use conformance::{TempDir, value};
+
+/// The engine's counter or gauge `name` in `Counters.extra` (the test fails without
+/// it).
+pub fn extra(e: &dyn kvapi::Engine, name: &str) -> u64 {
+    e.counters()
+        .extra
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+}

@@ -23,13 +23,9 @@ fn cfg(memory: Option<u64>) -> Config {
     c
 }
 
+/// `kvtestkit::extra` through the `Arc`s the tests hold.
 fn gauge(e: &WalEngine, name: &str) -> u64 {
-    e.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no {name}"))
+    kvtestkit::extra(e, name)
 }
 
 fn held(e: &WalEngine) -> u64 {

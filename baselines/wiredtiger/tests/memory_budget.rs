@@ -13,6 +13,7 @@
 use kvapi::Options;
 use kvtestkit::TempDir;
 use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
+use kvtestkit::extra as gauge;
 use std::path::Path;
 
 const BUDGET: u64 = 64 << 20;
@@ -20,15 +21,6 @@ const ITEMS: u64 = 300_000;
 
 fn key(i: u64) -> Vec<u8> {
     format!("user{:020}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
-}
-
-fn gauge(e: &dyn kvapi::Engine, name: &str) -> u64 {
-    e.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no {name}"))
 }
 
 /// The child: 300K items of 1 KiB (about 300 MiB) into a 64 MiB budget, then a read

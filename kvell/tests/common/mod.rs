@@ -33,14 +33,3 @@ impl Rng {
 pub fn value(seed: u64, len: usize) -> Vec<u8> {
     kvtestkit::conformance::value(seed, len)
 }
-
-/// The engine's counter or gauge `name` in `Counters.extra` (a test fails without it).
-pub fn extra(kv: &kvell::Kvell, name: &str) -> u64 {
-    use kvapi::Engine;
-    kv.counters()
-        .extra
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| *v)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-}
