@@ -190,6 +190,11 @@ impl Config {
         }
     }
 
+    /// The length of recovery's sequential reads (see `recovery::piece_len`).
+    pub(crate) fn recovery_piece(&self) -> usize {
+        crate::recovery::piece_len(self.budget().map(|b| b.bytes))
+    }
+
     /// Page cache bytes across workers: the capacity under a budget, else fixed.
     pub(crate) fn cache_capacity(&self) -> u64 {
         match self.budget() {
@@ -288,6 +293,14 @@ impl Config {
         }
         settings.push(("recovery_us".into(), recovery_us.to_string()));
         settings.push(("recovery_bytes".into(), recovery_bytes.to_string()));
+        let piece = self.recovery_piece();
+        settings.push((
+            "recovery_read_ahead".into(),
+            format!(
+                "{} reads of {piece} bytes in flight per worker",
+                crate::recovery::in_flight(piece) / piece
+            ),
+        ));
         notes.extend([
             "large items (over 4 KiB) bypass the page cache".to_string(),
             "a page with I/O in flight is written from its own buffer, never a cache frame"

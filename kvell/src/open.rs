@@ -231,7 +231,8 @@ fn open_worker(
         // does our open, and the two recovery times compare like for like.
         Some(b) => {
             let cap = b.cache_frames();
-            let early = b.cache_limit(recovery_bound(&dir, w) + cap as u64 * META_PER_FRAME);
+            let bound = recovery_bound(&dir, w, cfg.recovery_piece());
+            let early = b.cache_limit(bound + cap as u64 * META_PER_FRAME);
             let (rec, (mut c, early_us)) = recover_beside(io.as_mut(), &dir, w, cfg, || {
                 PageCache::with_limit(cap, early)
             })?;
@@ -302,7 +303,8 @@ fn recover_beside(
                 let t = Instant::now();
                 setup().map(|c| (c, t.elapsed().as_micros() as u64))
             });
-        let rec = recovery::recover(io, dir, w, cfg.freelist, cfg.format(), cfg.atomic_write)
+        let (fmt, piece) = (cfg.format(), cfg.recovery_piece());
+        let rec = recovery::recover(io, dir, w, cfg.freelist, fmt, cfg.atomic_write, piece)
             .and_then(|mut r| r.mark_open(io).map(|()| r));
         let cache = match cache {
             Ok(h) => h
@@ -321,8 +323,9 @@ fn recover_beside(
 /// of a block entry), and a free-list or stale-copy entry (8).
 const RECOVERY_PER_SLOT: u64 = 48 + 40 + 8;
 
-/// Recovery's read-ahead buffers and what else it holds whatever the slabs hold.
-const RECOVERY_FIXED: u64 = 8 << 20;
+/// What recovery holds whatever the slabs hold, besides its read-ahead buffers
+/// (`recovery::in_flight`: 4 or 8 MiB).
+const RECOVERY_FIXED: u64 = 4 << 20;
 
 /// An upper bound of what recovery of worker `w` holds at once, from the lengths of
 /// its slab files in `dir` (a slot per `slab::unit_len`, or `per_page` of them in a
@@ -330,7 +333,7 @@ const RECOVERY_FIXED: u64 = 8 << 20;
 /// cache leaves beside it while recovery runs. Keys too long to be inline are rare
 /// and not bounded here; the budget's second step (`fill_beside`) takes back what is
 /// over once the index is known.
-fn recovery_bound(dir: &std::path::Path, w: usize) -> u64 {
+fn recovery_bound(dir: &std::path::Path, w: usize, piece: usize) -> u64 {
     let mut slots = 0;
     for class in 0..slab::NCLASS {
         let len = std::fs::metadata(dir.join(slab::file_name(w, class))).map_or(0, |m| m.len());
@@ -341,5 +344,5 @@ fn recovery_bound(dir: &std::path::Path, w: usize) -> u64 {
         };
         slots += len / slab::unit_len(class) as u64 * per;
     }
-    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED
+    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED + recovery::in_flight(piece) as u64
 }

@@ -10,5 +10,6 @@ mod repair;
 mod report;
 mod slab_scan;
 
+pub(crate) use readahead::{in_flight, piece_len};
 pub(crate) use recover::{Recovered, recover};
 pub(crate) use report::Repairs;

@@ -4,10 +4,7 @@
 use crate::io::{AlignedBuf, Backend, FileId, IoDone, IoKind, IoReq};
 use std::collections::VecDeque;
 
-/// Bytes per sequential recovery read.
-pub(super) const CHUNK: usize = 512 << 10;
-
-/// Pieces in flight at once: 4 MiB per worker, cut from one mapping in 2 MiB pages
+/// Pieces in flight at once, each cut from one mapping in 2 MiB pages
 /// (`AlignedBuf::huge_pieces`), so that each read is one request to the device.
 /// Measured on the development VM (2026-12-05, 4M items of 1 KiB, an open scanning
 /// 2 GiB per worker): the reads alone, without parsing, took 1.45-1.55 s, as fio's
@@ -17,10 +14,31 @@ pub(super) const CHUNK: usize = 512 << 10;
 /// under the C-code configuration's budget 8 x 512 KiB scanned in 1.81-2.21 s where
 /// 2 x 2 MiB took 2.21-2.90 s (fio, 2 MiB reads of both files between the pairs,
 /// 1.53-1.61 s); with a 64 MiB cache, 1.62-3.14 s against 2.15-3.79 s in the same
-/// rounds (the disk drifted by 2x between rounds). 2 MiB x 4 put the reopen of
-/// kvell/tests/memory_budget.rs over its budget (2026-12-03); this holds what 2 x 2 MiB
-/// held.
+/// rounds (the disk drifted by 2x between rounds). Twice the bytes in flight, eight
+/// pieces of 1 MiB, scanned faster again: see [`piece_len`].
 const AHEAD: usize = 8;
+
+/// The length of a piece for a worker with `budget` bytes (None: no budget): 1 MiB
+/// (8 MiB in flight) where that is at most 1/64 of the budget, else 512 KiB (4 MiB
+/// in flight). On the AMD VM (2026-12-06, 4M items of 1 KiB under the C-code
+/// configuration's budget, 682 MB per worker) eight pieces of 1 MiB scanned faster
+/// than eight of 512 KiB in every round of alternating opens
+/// (`scripts/kvell-recovery --ycsb-b`, results/kvell-4m-ab/read-ahead/summary.md);
+/// sixteen of 512 KiB, the same 8 MiB in flight, as fast as eight of 1 MiB, and
+/// sixteen of 1 MiB no faster. A small budget keeps 4 MiB: 8 MiB put the reopen of
+/// kvell/tests/memory_budget.rs (a 24 MiB budget) over it (2026-12-03).
+pub(crate) fn piece_len(budget: Option<u64>) -> usize {
+    const LARGE: usize = 1 << 20;
+    match budget {
+        Some(b) if b < 64 * (AHEAD * LARGE) as u64 => 512 << 10,
+        _ => LARGE,
+    }
+}
+
+/// The bytes recovery's reads hold in flight with pieces of `piece` bytes.
+pub(crate) fn in_flight(piece: usize) -> usize {
+    AHEAD * piece
+}
 
 /// Reads a file front to back in `chunk`-sized pieces through the backend's
 /// asynchronous path, keeping the next pieces in flight while one is parsed.
@@ -28,9 +46,9 @@ pub(super) struct ReadAhead {
     file: FileId,
     len: u64,
     chunk: u64,
-    /// Reads in flight at most: [`AHEAD`], fewer for chunks over [`CHUNK`] (a large
-    /// class's slot), so that as many bytes are in flight as two of 2 MiB or two
-    /// slots held before, whichever is more.
+    /// Reads in flight at most: [`AHEAD`], fewer for chunks over the piece (a large
+    /// class's slot), so that as many bytes are in flight as [`AHEAD`] pieces or two
+    /// slots, whichever is more.
     ahead: usize,
     next_off: u64,
     pending: VecDeque<u64>,
@@ -44,8 +62,10 @@ pub(super) struct ReadAhead {
 }
 
 impl ReadAhead {
-    pub(super) fn new(file: FileId, len: u64, chunk: u64) -> ReadAhead {
-        let ahead = ((AHEAD * CHUNK) as u64 / chunk.max(1)).clamp(2, AHEAD as u64) as usize;
+    /// `chunk`: the bytes of each read (a piece, or a large class's slot if longer);
+    /// `piece`: [`piece_len`].
+    pub(super) fn new(file: FileId, len: u64, chunk: u64, piece: usize) -> ReadAhead {
+        let ahead = (in_flight(piece) as u64 / chunk.max(1)).clamp(2, AHEAD as u64) as usize;
         ReadAhead {
             file,
             len,
@@ -134,5 +154,23 @@ impl Drop for ReadAhead {
         // An error left reads in flight: their buffers are owned by the backend,
         // which completes (uring: waits for) them before it is dropped.
         self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces of 1 MiB where eight of them are at most 1/64 of the worker's budget
+    /// (or there is none), else 512 KiB; the bytes in flight follow.
+    #[test]
+    fn the_piece_follows_the_budget() {
+        assert_eq!(piece_len(None), 1 << 20);
+        assert_eq!(piece_len(Some(682_666_666)), 1 << 20); // the C-code configuration
+        assert_eq!(piece_len(Some(512 << 20)), 1 << 20);
+        assert_eq!(piece_len(Some((512 << 20) - 1)), 512 << 10);
+        assert_eq!(piece_len(Some(24 << 20)), 512 << 10);
+        assert_eq!(in_flight(piece_len(None)), 8 << 20);
+        assert_eq!(in_flight(piece_len(Some(24 << 20))), 4 << 20);
     }
 }
