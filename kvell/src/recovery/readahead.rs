@@ -21,12 +21,16 @@ const AHEAD: usize = 8;
 /// The length of a piece for a worker with `budget` bytes (None: no budget): 1 MiB
 /// (8 MiB in flight) where that is at most 1/64 of the budget, else 512 KiB (4 MiB
 /// in flight). On the AMD VM (2026-12-06, 4M items of 1 KiB under the C-code
-/// configuration's budget, 682 MB per worker) eight pieces of 1 MiB scanned faster
-/// than eight of 512 KiB in every round of alternating opens
-/// (`scripts/kvell-recovery --ycsb-b`, results/kvell-4m-ab/read-ahead/summary.md);
-/// sixteen of 512 KiB, the same 8 MiB in flight, as fast as eight of 1 MiB, and
-/// sixteen of 1 MiB no faster. A small budget keeps 4 MiB: 8 MiB put the reopen of
-/// kvell/tests/memory_budget.rs (a 24 MiB budget) over it (2026-12-03).
+/// configuration's budget, 682 MB per worker), opens of a data set loaded once and
+/// reopened (results/kvell-4m-ab/read-ahead/explore/summary.md): eight reads of 512 KiB
+/// scanned slowest in 7 of 8 rounds against eight of 1 MiB, sixteen of 512 KiB and
+/// sixteen of 1 MiB (scan medians 2.20 s against 1.70, 1.76 and 1.74); sixteen gained
+/// nothing over eight of 1 MiB. Opens right after a fresh load told the two builds
+/// apart less (`scripts/kvell-recovery --rounds 12 --ycsb-b`,
+/// results/kvell-4m-ab/read-ahead/summary.md: R median 0.72 against 0.60, but the old
+/// build's open over the new one's 0.76-1.09 round by round, median 0.95). A small
+/// budget keeps 4 MiB: 8 MiB put the reopen of kvell/tests/memory_budget.rs (a 24 MiB
+/// budget) over it (2026-12-03).
 pub(crate) fn piece_len(budget: Option<u64>) -> usize {
     const LARGE: usize = 1 << 20;
     match budget {
