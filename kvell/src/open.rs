@@ -169,7 +169,9 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     info.settings
         .push(("io_backend".into(), backends.join(", ")));
     if matches!(cfg.io, crate::config::IoMode::Uring)
-        && backends.iter().any(|b| *b != cfg.ring.backend_name())
+        && backends
+            .iter()
+            .any(|b| ![false, true].map(|f| cfg.ring.backend_name(f)).contains(b))
     {
         info.notes.push(format!(
             "kvell.ring={} was asked for, but the kernel refused a flag: the workers run {}",
@@ -255,6 +257,13 @@ fn open_worker(
             (rec, c, 0)
         }
     };
+    // The worker's I/O buffers, their arena registered with the ring where the
+    // backend and the kernel allow (the backend's name then says so); refused, the
+    // pool gives its arena up and takes buffers from the heap as they are needed.
+    let mut pool = crate::worker::buffer_pool(cfg.queue_depth, cfg.budget().map(|b| b.bytes));
+    if !pool.arena().is_some_and(|a| io.register(a)) {
+        pool = crate::io::BufPool::default();
+    }
     let backend = io.name();
     let opened = WorkerOpened {
         backend,
@@ -281,6 +290,7 @@ fn open_worker(
         ts: rec.max_ts,
         index_bytes,
         wake,
+        pool,
     };
     Ok((Worker::new(parts, cfg), opened))
 }

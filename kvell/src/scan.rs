@@ -86,11 +86,15 @@ struct Scan {
 }
 
 /// What `collect` reuses from scan to scan: the entries found in every worker's
-/// index and their keys, in one buffer.
+/// index and their keys, in one buffer, and where each worker's entries begin.
 #[derive(Default)]
 struct Walk {
     keys: Vec<u8>,
     found: Vec<Found>,
+    /// Where each worker's entries begin in `found`, and where the last end.
+    runs: Vec<usize>,
+    /// Each run's next entry while merging.
+    heads: Vec<usize>,
 }
 
 /// The keys of a scan (each `Some` until its read takes it) and where the index walk
@@ -98,27 +102,65 @@ struct Walk {
 type Keys = (Vec<Option<Vec<u8>>>, Vec<Loc>);
 
 /// The first `count` keys >= `start` over all workers, in order, each with its
-/// location then. Up to `count` entries come from each worker; only the keys kept
-/// are allocated.
+/// location then. Up to `count` entries come from each worker, already in order;
+/// their runs are merged (a key lives in one worker's index only) and only the keys
+/// kept are allocated.
 fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Result<Keys> {
     if count == 0 {
         return Ok((Vec::new(), Vec::new()));
     }
     walk.keys.clear();
     walk.found.clear();
+    walk.runs.clear();
     for w in &shared.workers {
+        walk.runs.push(walk.found.len());
         let idx = crate::index::lock(&w.index)?;
         idx.entries_into(start, count, &mut walk.keys, &mut walk.found);
     }
-    let Walk { keys, found } = walk;
-    if shared.workers.len() > 1 {
-        found.sort_unstable_by(|a, b| a.key(keys).cmp(b.key(keys)));
+    walk.runs.push(walk.found.len());
+    let Walk {
+        keys,
+        found,
+        runs,
+        heads,
+    } = walk;
+    heads.clear();
+    heads.extend_from_slice(&runs[..runs.len() - 1]);
+    let n = count.min(found.len());
+    let mut out_keys = Vec::with_capacity(n);
+    let mut out_locs = Vec::with_capacity(n);
+    merge_runs(found, keys, heads, &runs[1..], n, |f| {
+        out_keys.push(Some(f.key(keys).to_vec()));
+        out_locs.push(f.loc);
+    });
+    Ok((out_keys, out_locs))
+}
+
+/// Hands `take(f)` the first `n` entries of the sorted runs `found[heads[i]..ends[i]]`
+/// in key order (`heads` moves along). A scan took 100 entries
+/// from two workers and sorted them (about 700 key comparisons, 2% of YCSB E's CPU
+/// with the allocation of the kept keys); merging the two runs for the first 50 takes
+/// at most 50 comparisons, and with more workers each step picks the least head of
+/// the few runs.
+fn merge_runs(
+    found: &[Found],
+    keys: &[u8],
+    heads: &mut [usize],
+    ends: &[usize],
+    n: usize,
+    mut take: impl FnMut(&Found),
+) {
+    for _ in 0..n {
+        let mut best: Option<usize> = None;
+        for (r, &h) in heads.iter().enumerate() {
+            if h < ends[r] && best.is_none_or(|b| found[h].key(keys) < found[heads[b]].key(keys)) {
+                best = Some(r);
+            }
+        }
+        let Some(b) = best else { return };
+        take(&found[heads[b]]);
+        heads[b] += 1;
     }
-    found.truncate(count);
-    Ok((
-        found.iter().map(|f| Some(f.key(keys).to_vec())).collect(),
-        found.iter().map(|f| f.loc).collect(),
-    ))
 }
 
 /// The scan thread's loop; `tx` sends to `rx` (completions use it).
@@ -250,5 +292,48 @@ pub(crate) fn run(shared: &Shared, rx: Receiver<Event>, tx: Sender<Event>, in_fl
             };
             s.done.call(r.map(Reply::Pairs));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs as the workers' index walks give them: each sorted, keys disjoint.
+    fn runs(sets: &[&[&str]]) -> (Vec<Found>, Vec<u8>, Vec<usize>) {
+        let (mut found, mut keys, mut bounds) = (Vec::new(), Vec::new(), Vec::new());
+        for (w, set) in sets.iter().enumerate() {
+            bounds.push(found.len());
+            for (i, k) in set.iter().enumerate() {
+                found.push(Found::new(keys.len(), k.len(), Loc::new(w, i as u64)));
+                keys.extend_from_slice(k.as_bytes());
+            }
+        }
+        bounds.push(found.len());
+        (found, keys, bounds)
+    }
+
+    fn merged(sets: &[&[&str]], n: usize) -> Vec<String> {
+        let (found, keys, bounds) = runs(sets);
+        let mut heads = bounds[..bounds.len() - 1].to_vec();
+        let mut out = Vec::new();
+        merge_runs(&found, &keys, &mut heads, &bounds[1..], n, |f| {
+            out.push(String::from_utf8(f.key(&keys).to_vec()).unwrap())
+        });
+        out
+    }
+
+    #[test]
+    fn the_workers_runs_merge_in_key_order_up_to_the_count() {
+        let sets: &[&[&str]] = &[&["a", "d", "e", "k"], &["b", "c", "f"], &[], &["ab", "z"]];
+        assert_eq!(
+            merged(sets, 100),
+            ["a", "ab", "b", "c", "d", "e", "f", "k", "z"]
+        );
+        assert_eq!(merged(sets, 4), ["a", "ab", "b", "c"]);
+        assert_eq!(merged(sets, 0), Vec::<String>::new());
+        // a prefix sorts first, as in the index
+        assert_eq!(merged(&[&["user1"], &["user"]], 2), ["user", "user1"]);
+        assert_eq!(merged(&[&[], &[]], 5), Vec::<String>::new());
     }
 }

@@ -46,6 +46,11 @@ pub(crate) struct Found {
 }
 
 impl Found {
+    #[cfg(test)]
+    pub(crate) fn new(at: usize, len: usize, loc: Loc) -> Found {
+        Found { at, len, loc }
+    }
+
     pub(crate) fn key<'a>(&self, keys: &'a [u8]) -> &'a [u8] {
         &keys[self.at..self.at + self.len]
     }

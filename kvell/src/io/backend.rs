@@ -2,7 +2,7 @@
 //! asynchronous push/submit/reap (the worker's hot path), as redb's `StorageBackend`
 //! and foyer's `IoEngine` are.
 
-use super::buf::AlignedBuf;
+use super::buf::{AlignedBuf, Arena};
 use std::io;
 use std::path::Path;
 use std::time::Instant;
@@ -80,6 +80,14 @@ pub trait Backend: Send {
     /// would (`crate::wake`); false if this backend cannot, and then nothing changes.
     fn wake_on(&mut self, fd: std::os::fd::RawFd) -> bool {
         let _ = fd;
+        false
+    }
+    /// Registers `arena`'s memory with the kernel, so that I/O into buffers cut from
+    /// it skips pinning their pages each time; the backend keeps the arena while
+    /// registered. False where this backend cannot (or the kernel refuses: the
+    /// locked-memory limit, for one), and then nothing changes.
+    fn register(&mut self, arena: &Arena) -> bool {
+        let _ = arena;
         false
     }
 }

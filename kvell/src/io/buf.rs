@@ -78,6 +78,57 @@ impl Drop for HugeMapping {
     }
 }
 
+/// One mapping in 2 MiB pages cut into buffers ([`Arena::new`]) that a backend may
+/// register with the kernel ([`super::Backend::register`]): holding the arena keeps
+/// the mapping, so registered memory stays mapped while the kernel may use it.
+#[derive(Clone)]
+pub struct Arena {
+    mapping: Arc<HugeMapping>,
+}
+
+impl Arena {
+    /// Buffers cut one after another from one mapping in 2 MiB pages (made resident
+    /// as [`AlignedBuf::huge`]'s): `n` of `len` bytes for each `(n, len)` of `cuts`,
+    /// in that order, each length rounded up to whole pages. None where the mapping
+    /// fails.
+    pub fn new(cuts: &[(usize, usize)]) -> Option<(Arena, Vec<AlignedBuf>)> {
+        let cuts: Vec<(usize, usize)> = cuts
+            .iter()
+            .map(|&(n, len)| (n, len.max(1).div_ceil(PAGE) * PAGE))
+            .collect();
+        let total = cuts.iter().map(|&(n, len)| n * len).sum();
+        let m = Arc::new(HugeMapping::new(total)?);
+        let mut at = m.at;
+        let mut bufs = Vec::new();
+        for (n, len) in cuts {
+            for _ in 0..n {
+                if let Some(ptr) = NonNull::new(at as *mut u8) {
+                    bufs.push(AlignedBuf {
+                        ptr,
+                        len,
+                        cap: len,
+                        mapping: Some(Arc::clone(&m)),
+                    });
+                }
+                at += len;
+            }
+        }
+        Some((Arena { mapping: m }, bufs))
+    }
+
+    /// Where the mapping starts and its length in bytes (whole 2 MiB pages).
+    pub fn span(&self) -> (usize, usize) {
+        (self.mapping.at, self.mapping.len)
+    }
+
+    /// Whether `buf` lies in this arena.
+    pub fn holds(&self, buf: &AlignedBuf) -> bool {
+        buf.mapping
+            .as_ref()
+            .is_some_and(|m| Arc::ptr_eq(m, &self.mapping))
+    }
+}
+
 /// Bytes of a transparent huge page (x86-64, arm64 with 4 KiB pages).
 pub const HUGE_PAGE: usize = 2 << 20;
 
@@ -134,20 +185,10 @@ impl AlignedBuf {
     /// heap buffers.
     pub fn huge_pieces(n: usize, len: usize) -> Vec<AlignedBuf> {
         let len = len.max(1).div_ceil(PAGE) * PAGE;
-        let Some(m) = HugeMapping::new(n * len) else {
-            return (0..n).map(|_| AlignedBuf::new(len)).collect();
-        };
-        let m = Arc::new(m);
-        (0..n)
-            .filter_map(|i| {
-                NonNull::new((m.at + i * len) as *mut u8).map(|ptr| AlignedBuf {
-                    ptr,
-                    len,
-                    cap: len,
-                    mapping: Some(Arc::clone(&m)),
-                })
-            })
-            .collect()
+        match Arena::new(&[(n, len)]) {
+            Some((_, bufs)) => bufs,
+            None => (0..n).map(|_| AlignedBuf::new(len)).collect(),
+        }
     }
 
     /// Bytes of this buffer the kernel backs with huge pages now, from the
@@ -259,9 +300,14 @@ impl std::fmt::Debug for AlignedBuf {
 /// prepared write or in flight), for the worker's memory budget.
 #[derive(Default)]
 pub struct BufPool {
-    free: Vec<AlignedBuf>,
-    runs: Vec<AlignedBuf>,
+    /// Pooled page buffers and run buffers: `[0]` those of the arena (handed out
+    /// first, so that I/O uses registered memory whenever it can, and always pooled
+    /// again), `[1]` those from the heap.
+    free: [Vec<AlignedBuf>; 2],
+    runs: [Vec<AlignedBuf>; 2],
     bytes: u64,
+    /// Where the first buffers were cut from ([`BufPool::with_arena`]).
+    arena: Option<Arena>,
 }
 
 /// Most pages one write of consecutive pages carries (256 KiB; 32 gave 240-245K
@@ -269,6 +315,30 @@ pub struct BufPool {
 pub const RUN: usize = 64;
 
 impl BufPool {
+    /// A pool whose first `pages` page buffers and `runs` run buffers are cut from
+    /// one [`Arena`], for the backend to register (`Backend::register`: reads and
+    /// writes into registered memory skip the kernel's pinning of the buffer's pages
+    /// at each I/O). The arena is counted in [`BufPool::bytes`] whole (it is resident
+    /// from the start); buffers beyond it come from the heap as before. Without a
+    /// mapping, a pool without an arena.
+    pub fn with_arena(pages: usize, runs: usize) -> BufPool {
+        let Some((arena, mut bufs)) = Arena::new(&[(pages, PAGE), (runs, RUN * PAGE)]) else {
+            return BufPool::default();
+        };
+        let run_bufs = bufs.split_off(pages.min(bufs.len()));
+        BufPool {
+            free: [bufs, Vec::new()],
+            runs: [run_bufs, Vec::new()],
+            bytes: arena.span().1 as u64,
+            arena: Some(arena),
+        }
+    }
+
+    /// The arena the pool's first buffers were cut from, if any.
+    pub fn arena(&self) -> Option<&Arena> {
+        self.arena.as_ref()
+    }
+
     fn alloc(&mut self, len: usize) -> AlignedBuf {
         let b = AlignedBuf::new(len);
         self.bytes += b.capacity() as u64;
@@ -279,7 +349,7 @@ impl BufPool {
     /// Contents are unspecified for pooled buffers.
     pub fn get(&mut self, len: usize) -> AlignedBuf {
         if len <= PAGE
-            && let Some(b) = self.free.pop()
+            && let Some(b) = self.free[0].pop().or_else(|| self.free[1].pop())
         {
             return b;
         }
@@ -289,7 +359,7 @@ impl BufPool {
     /// A buffer of `RUN` pages for one write of consecutive pages (the caller
     /// shortens it with `set_len`). Contents are unspecified.
     pub fn get_run(&mut self) -> AlignedBuf {
-        match self.runs.pop() {
+        match self.runs[0].pop().or_else(|| self.runs[1].pop()) {
             Some(b) => b,
             None => self.alloc(RUN * PAGE),
         }
@@ -306,12 +376,15 @@ impl BufPool {
         self.bytes -= (buf.capacity() as u64).min(self.bytes);
     }
 
+    /// A buffer back: the arena's always pooled, up to 1024 page buffers and 8 run
+    /// buffers from the heap, the rest freed.
     pub fn put(&mut self, mut buf: AlignedBuf) {
-        if buf.capacity() == PAGE && self.free.len() < 1024 {
-            self.free.push(buf);
-        } else if buf.capacity() == RUN * PAGE && self.runs.len() < 8 {
+        let heap = usize::from(!self.arena.as_ref().is_some_and(|a| a.holds(&buf)));
+        if buf.capacity() == PAGE && (heap == 0 || self.free[1].len() < 1024) {
+            self.free[heap].push(buf);
+        } else if buf.capacity() == RUN * PAGE && (heap == 0 || self.runs[1].len() < 8) {
             buf.set_len(RUN * PAGE);
-            self.runs.push(buf);
+            self.runs[heap].push(buf);
         } else {
             self.drop_large(buf);
         }
@@ -320,7 +393,13 @@ impl BufPool {
     /// Bytes of the buffers this pool allocated that still exist (pooled, in a
     /// prepared write or in flight), plus the pool's own lists.
     pub fn bytes(&self) -> u64 {
-        let lists = (self.free.capacity() + self.runs.capacity()) * size_of::<AlignedBuf>();
+        let lists = self
+            .free
+            .iter()
+            .chain(&self.runs)
+            .map(Vec::capacity)
+            .sum::<usize>()
+            * size_of::<AlignedBuf>();
         self.bytes + lists as u64
     }
 }
@@ -364,5 +443,31 @@ mod tests {
         last.set_len(PAGE);
         assert!(last.iter().all(|&x| x == 9));
         assert!(last.huge_bytes().is_some_and(|h| h <= 512 << 10));
+    }
+
+    #[test]
+    fn a_pool_hands_out_its_arena_first_then_heap_buffers_and_keeps_the_arena() {
+        let mut pool = BufPool::with_arena(2, 1);
+        let arena = pool.arena().expect("an anonymous mapping").clone();
+        let (at, len) = arena.span();
+        assert_eq!(len, HUGE_PAGE);
+        // the arena whole, and the pool's lists
+        assert!((len as u64..len as u64 + 1024).contains(&pool.bytes()));
+        let inside = |b: &AlignedBuf| {
+            let p = b.as_ptr() as usize;
+            p >= at && p + b.capacity() <= at + len
+        };
+        let pages: Vec<AlignedBuf> = (0..3).map(|_| pool.get(PAGE)).collect();
+        assert!(inside(&pages[0]) && inside(&pages[1]) && arena.holds(&pages[0]));
+        assert!(!inside(&pages[2]) && !arena.holds(&pages[2]));
+        let run = pool.get_run();
+        assert!(inside(&run) && run.capacity() == RUN * PAGE);
+        assert!(!inside(&pool.get_run()));
+        for b in pages {
+            pool.put(b);
+        }
+        pool.put(run);
+        // back in the pool, the arena's buffers come out again first
+        assert!(inside(&pool.get(PAGE)) && inside(&pool.get_run()));
     }
 }

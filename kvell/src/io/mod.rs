@@ -18,6 +18,6 @@ pub mod sim;
 pub mod uring;
 
 pub use backend::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
-pub use buf::{AlignedBuf, BufPool, PAGE, RUN};
+pub use buf::{AlignedBuf, Arena, BufPool, PAGE, RUN};
 pub use mapped_vec::MappedVec;
 pub use pagemem::{PageMem, Populator};

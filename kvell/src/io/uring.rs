@@ -12,13 +12,17 @@
 //! batch when the worker asks for them; only the thread that made the ring may use
 //! it, which holds: each worker makes its ring on its own thread, recovers and runs
 //! there, and drops it there).
+//!
+//! An I/O whose buffer lies in the arena registered by [`Backend::register`] (the
+//! worker's pooled buffers, `BufPool::with_arena`) is a `READ_FIXED` / `WRITE_FIXED`:
+//! the kernel pinned the arena once, and does not pin the buffer's page at each I/O.
 #![expect(
     unsafe_code,
     reason = "pushing a submission entry hands the kernel a buffer; SAFETY note at the push"
 )]
 
 use super::files::Files;
-use super::{Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
+use super::{Arena, Backend, FileId, IoDone, IoFlags, IoKind, IoReq};
 use io_uring::{IoUring, opcode, types};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -47,11 +51,15 @@ impl RingSetup {
     }
 
     /// The name of a backend set up this way ([`Backend::name`]).
-    pub fn backend_name(self) -> &'static str {
-        match self {
-            RingSetup::Defer => "io_uring (defer_taskrun)",
-            RingSetup::Coop => "io_uring (coop_taskrun)",
-            RingSetup::Plain => "io_uring",
+    /// With `fixed`: the worker's I/O buffers are registered with the ring.
+    pub fn backend_name(self, fixed: bool) -> &'static str {
+        match (self, fixed) {
+            (RingSetup::Defer, false) => "io_uring (defer_taskrun)",
+            (RingSetup::Coop, false) => "io_uring (coop_taskrun)",
+            (RingSetup::Plain, false) => "io_uring",
+            (RingSetup::Defer, true) => "io_uring (defer_taskrun, registered buffers)",
+            (RingSetup::Coop, true) => "io_uring (coop_taskrun, registered buffers)",
+            (RingSetup::Plain, true) => "io_uring (registered buffers)",
         }
     }
 
@@ -107,6 +115,10 @@ pub struct Uring {
     /// in the ring now.
     wake: Option<RawFd>,
     polling: bool,
+    /// The registered arena (buffer index 0) and where it lies: an I/O whose buffer
+    /// lies in it is a `READ_FIXED` / `WRITE_FIXED`. Declared after `ring`, so the
+    /// arena outlives the ring (and so the registration).
+    fixed: Option<(usize, usize, Arena)>,
 }
 
 /// The `user_data` of the eventfd's poll (I/O slots count up from 0).
@@ -128,6 +140,7 @@ impl Uring {
             count: 0,
             wake: None,
             polling: false,
+            fixed: None,
         })
     }
 
@@ -205,21 +218,31 @@ impl Backend for Uring {
             self.inflight.push(None);
             self.inflight.len() - 1
         });
-        let entry = match req.kind {
-            IoKind::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+        let at = req.buf.as_ptr() as usize;
+        let fixed = self
+            .fixed
+            .as_ref()
+            .is_some_and(|&(lo, hi, _)| at >= lo && at + len as usize <= hi);
+        let flags = if self.files.flags.dsync {
+            libc::RWF_DSYNC
+        } else {
+            0
+        };
+        let entry = match (req.kind, fixed) {
+            (IoKind::Read, false) => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
                 .offset(req.offset)
                 .build(),
-            IoKind::Write => {
-                let flags = if self.files.flags.dsync {
-                    libc::RWF_DSYNC
-                } else {
-                    0
-                };
-                opcode::Write::new(fd, req.buf.as_ptr(), len)
-                    .offset(req.offset)
-                    .rw_flags(flags as _)
-                    .build()
-            }
+            (IoKind::Read, true) => opcode::ReadFixed::new(fd, req.buf.as_mut_ptr(), len, 0)
+                .offset(req.offset)
+                .build(),
+            (IoKind::Write, false) => opcode::Write::new(fd, req.buf.as_ptr(), len)
+                .offset(req.offset)
+                .rw_flags(flags as _)
+                .build(),
+            (IoKind::Write, true) => opcode::WriteFixed::new(fd, req.buf.as_ptr(), len, 0)
+                .offset(req.offset)
+                .rw_flags(flags as _)
+                .build(),
         }
         .user_data(slot as u64);
         // SAFETY: the buffer is heap memory owned by `req`, which is stored in
@@ -281,12 +304,32 @@ impl Backend for Uring {
         }
         Ok(())
     }
-    fn name(&self) -> &'static str {
-        self.setup.backend_name()
-    }
     fn wake_on(&mut self, fd: RawFd) -> bool {
         self.wake = Some(fd);
         true
+    }
+    fn register(&mut self, arena: &Arena) -> bool {
+        if self.fixed.is_some() {
+            return false;
+        }
+        let (at, len) = arena.span();
+        let iov = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: len,
+        };
+        // SAFETY: the arena's mapping stays mapped while `self.fixed` holds the arena,
+        // which is dropped after the ring (field order) and so after the kernel lets
+        // go of the registration; the kernel pins the pages, and no frame of the page
+        // cache lies in an arena (its memory is given back to the OS page by page,
+        // which pinned pages would not be).
+        if unsafe { self.ring.submitter().register_buffers(&[iov]) }.is_err() {
+            return false;
+        }
+        self.fixed = Some((at, at + len, arena.clone()));
+        true
+    }
+    fn name(&self) -> &'static str {
+        self.setup.backend_name(self.fixed.is_some())
     }
 }
 

@@ -30,4 +30,5 @@ mod state;
 mod units;
 mod write;
 
+pub(crate) use queue::buffer_pool;
 pub(crate) use state::{Parts, Worker};

@@ -13,6 +13,7 @@
 //! one I/O against `queue_depth`.
 
 use super::units::Units;
+use crate::io::buf::HUGE_PAGE;
 use crate::io::{Backend, BufPool, IoDone, IoKind, IoReq, PAGE, RUN};
 use crate::poison::Poison;
 use crate::slab::{self, Slab, Unit};
@@ -38,14 +39,34 @@ pub(super) struct IoQueue {
     turn: Instant,
 }
 
+/// Run buffers cut from a worker's arena (the pool keeps up to 8).
+const ARENA_RUNS: usize = 8;
+
+/// A worker's buffer pool, its first buffers cut from one arena for the backend to
+/// register (`Backend::register`): 8 run buffers (2 MiB) and at least four page
+/// buffers per I/O the queue keeps in flight (a get's read, a write's prepared
+/// image), as many as fill the arena's last 2 MiB page: 512 at a queue depth of 64,
+/// 4 MiB in all, resident from the start and counted as the pool's. None (a pool
+/// without an arena, its buffers from the heap as they are needed) under a worker's
+/// budget below 64 times that, where 4 MiB would be felt: 1/64 of the budget, the
+/// rule of recovery's read-ahead (`recovery::piece_len`).
+pub(crate) fn buffer_pool(queue_depth: usize, budget: Option<u64>) -> BufPool {
+    let runs = ARENA_RUNS * RUN * PAGE;
+    let bytes = (4 * queue_depth.max(1) * PAGE + runs).next_multiple_of(HUGE_PAGE);
+    match budget {
+        Some(b) if b < 64 * bytes as u64 => BufPool::default(),
+        _ => BufPool::with_arena((bytes - runs) / PAGE, ARENA_RUNS),
+    }
+}
+
 impl IoQueue {
-    pub(super) fn new(queue_depth: usize, batch: usize) -> IoQueue {
+    pub(super) fn new(queue_depth: usize, batch: usize, pool: BufPool) -> IoQueue {
         IoQueue {
             to_submit: VecDeque::new(),
             inflight: 0,
             queue_depth: queue_depth.max(1),
             batch: batch.max(1),
-            pool: BufPool::default(),
+            pool,
             completions: Vec::new(),
             turn: Instant::now(),
         }
@@ -230,5 +251,24 @@ impl IoQueue {
     /// The completions vector, drained, for the next reap.
     pub(super) fn reaped(&mut self, done: Vec<IoDone>) {
         self.completions = done;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arena_is_made_where_the_budget_can_carry_it() {
+        let bytes = |p: &BufPool| p.arena().map(|a| a.span().1);
+        // queue depth 64: 512 page buffers and 8 runs, 4 MiB
+        assert_eq!(bytes(&buffer_pool(64, None)), Some(4 << 20));
+        // the C-code configuration: 682 MB a worker
+        assert_eq!(bytes(&buffer_pool(64, Some(682_666_666))), Some(4 << 20));
+        // under 64 x 4 MiB a worker, none
+        assert_eq!(bytes(&buffer_pool(64, Some(255 << 20))), None);
+        assert_eq!(bytes(&buffer_pool(64, Some(12 << 20))), None);
+        // a deep queue takes more page buffers
+        assert_eq!(bytes(&buffer_pool(1024, None)), Some(18 << 20));
     }
 }

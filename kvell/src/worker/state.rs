@@ -10,7 +10,7 @@ use crate::cache::PageCache;
 use crate::clean::CleanRecord;
 use crate::config::Config;
 use crate::index::Index;
-use crate::io::Backend;
+use crate::io::{Backend, BufPool};
 use crate::poison::Poison;
 use crate::slab::{Format, Slab, Unit};
 use crate::stats::Stats;
@@ -35,6 +35,9 @@ pub(crate) struct Parts {
     pub(crate) index_bytes: u64,
     /// What senders wake this worker with when it sleeps in its ring (`crate::wake`).
     pub(crate) wake: Option<Arc<Wake>>,
+    /// The I/O buffers, their arena registered with `io` where it could be
+    /// (`queue::buffer_pool`).
+    pub(crate) pool: BufPool,
 }
 
 pub(crate) struct Worker {
@@ -89,7 +92,7 @@ impl Worker {
             fmt: cfg.format(),
             ops: Ops::default(),
             units: Units::default(),
-            queue: IoQueue::new(cfg.queue_depth, cfg.batch),
+            queue: IoQueue::new(cfg.queue_depth, cfg.batch, p.pool),
             deferred: Vec::new(),
             keys: Keys::default(),
             index_ticks: 0,
