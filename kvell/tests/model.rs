@@ -89,6 +89,19 @@ fn model_uring_seeds() {
     }
 }
 
+/// A scan keeps at most `scan_in_flight` reads pending: with a window of 3, the
+/// model's scans of up to 29 keys (and of all of them at the end) issue their reads in
+/// several rounds, each round's replies gathered before the next, against the model.
+#[test]
+fn model_scans_in_rounds_of_reads() {
+    run_model(11, 3000, 200, |d| {
+        let mut c = small(d);
+        c.scan_in_flight = 3;
+        c.workers = 3;
+        c
+    });
+}
+
 /// The model's io_uring runs read and write through buffers registered with each
 /// worker's ring (`READ_FIXED` / `WRITE_FIXED`), and the engine says so; the kernel
 /// may refuse the registration to a user under a small locked-memory limit (then the
