@@ -137,11 +137,11 @@ fn collect(shared: &Shared, start: &[u8], count: usize, walk: &mut Walk) -> Resu
 }
 
 /// Hands `take(f)` the first `n` entries of the sorted runs `found[heads[i]..ends[i]]`
-/// in key order (`heads` moves along). A scan took 100 entries
-/// from two workers and sorted them (about 700 key comparisons, 2% of YCSB E's CPU
-/// with the allocation of the kept keys); merging the two runs for the first 50 takes
-/// at most 50 comparisons, and with more workers each step picks the least head of
-/// the few runs.
+/// in key order (`heads` moves along). A scan took 100 entries from two workers and
+/// sorted them (about 700 key comparisons; the sort and part of its `memcmp` about 1%
+/// of YCSB E's samples, results/kvell-4m-ab/registered-buffers/profile-e-base.txt);
+/// merging the two runs for the first 50 takes at most 50 comparisons, and with more
+/// workers each step picks the least head of the few runs.
 fn merge_runs(
     found: &[Found],
     keys: &[u8],

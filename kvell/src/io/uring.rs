@@ -115,10 +115,10 @@ pub struct Uring {
     /// in the ring now.
     wake: Option<RawFd>,
     polling: bool,
-    /// The registered arena (buffer index 0) and where it lies: an I/O whose buffer
-    /// lies in it is a `READ_FIXED` / `WRITE_FIXED`. Declared after `ring`, so the
-    /// arena outlives the ring (and so the registration).
-    fixed: Option<(usize, usize, Arena)>,
+    /// The registered arena (buffer index 0): an I/O whose buffer was cut from it
+    /// is a `READ_FIXED` / `WRITE_FIXED`. Declared after `ring`, so the arena outlives
+    /// the ring (and so the registration).
+    fixed: Option<Arena>,
 }
 
 /// The `user_data` of the eventfd's poll (I/O slots count up from 0).
@@ -218,11 +218,7 @@ impl Backend for Uring {
             self.inflight.push(None);
             self.inflight.len() - 1
         });
-        let at = req.buf.as_ptr() as usize;
-        let fixed = self
-            .fixed
-            .as_ref()
-            .is_some_and(|&(lo, hi, _)| at >= lo && at + len as usize <= hi);
+        let fixed = self.fixed.as_ref().is_some_and(|a| a.holds(&req.buf));
         let flags = if self.files.flags.dsync {
             libc::RWF_DSYNC
         } else {
@@ -325,7 +321,7 @@ impl Backend for Uring {
         if unsafe { self.ring.submitter().register_buffers(&[iov]) }.is_err() {
             return false;
         }
-        self.fixed = Some((at, at + len, arena.clone()));
+        self.fixed = Some(arena.clone());
         true
     }
     fn name(&self) -> &'static str {
