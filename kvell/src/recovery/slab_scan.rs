@@ -665,6 +665,42 @@ mod tests {
         }
     }
 
+    /// What recovery does after its scan, without repairs: the runs of 2M YCSB-like
+    /// copies (as a worker's share of 4M items) merged and the index built from them in
+    /// order, in full blocks; the time it took, per key (a benchmark, not a timed test:
+    /// `cargo test --release -p kvell --lib index_build_speed -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "benchmark: run it in release, by name"]
+    fn index_build_speed() {
+        let n = 2_000_000usize;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..3 {
+            let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
+            for i in 0..n {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let key = format!("user{}", seed % 10_000_000_000_000_000_000);
+                let k = ShortKey::new(key.as_bytes()).unwrap();
+                scan.found.push((k, Loc::new(5, i as u64), 1)).unwrap();
+                if i % 1024 == 1023 {
+                    scan.sort_run(RUN);
+                }
+            }
+            let t = std::time::Instant::now();
+            let mut newest = scan.newest().unwrap().into_iter();
+            let index = crate::index::Index::from_sorted(&mut newest);
+            let e = t.elapsed();
+            assert_eq!(index.len(), n);
+            assert!(newest.into_stale().is_empty());
+            eprintln!(
+                "round {round}: {n} copies in runs of {RUN} merged and indexed in {e:?} \
+                 ({:.1} ns a key)",
+                e.as_nanos() as f64 / n as f64
+            );
+        }
+    }
+
     /// The merge of 2M YCSB-like keys in runs of `RUN`, as recovery of 4M items
     /// gives each of 2 workers: every key once, in order, and the time it took (a
     /// benchmark, not a timed test: `cargo test --release -p kvell --lib merge_speed
