@@ -31,8 +31,9 @@ pub(super) const HDR: usize = 3;
 
 /// The bytes `a` and `b` share from their start, compared eight at a time: a lookup
 /// compares each suffix it meets with the key (most differ in their first word), and
-/// recovery's block build compares each key with the one before it (YCSB keys in
-/// order share 5-8 bytes, one word where the byte loop took as many steps).
+/// recovery's block build compares each key with the one before it (neighbouring
+/// YCSB keys of a worker's 2M share about 10 bytes: two words where the byte loop
+/// took about ten steps).
 pub(super) fn lcp(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
     let mut i = 0;
@@ -313,8 +314,9 @@ impl Scratch {
     /// Encodes entries `a..b` as one exact-size block.
     pub(super) fn encode(&self, a: usize, b: usize) -> Box<[u8]> {
         let f = self.format(a, b);
-        // Each entry's shared prefix, found once for both passes (a block holds at
-        // most MAX_ENTRIES; a longer range is only ever measured, then halved).
+        // Each entry's shared prefix, found once for both passes. Callers pass at
+        // most MAX_ENTRIES entries (`emit` halves a longer range first); past that
+        // the second pass would find the prefix again, a guard, not a path taken.
         let mut shared = [0usize; MAX_ENTRIES];
         let mut size = HDR;
         for i in a..b {
@@ -372,11 +374,19 @@ mod tests {
                 let (a, b) = (&base[..la], &base[..lb]);
                 assert_eq!(lcp(a, b), la.min(lb), "prefixes {la} / {lb}");
                 for d in 0..la.min(lb) {
+                    // One byte differs, by one bit.
                     let mut c = b.to_vec();
                     c[d] ^= 1 << (d % 8);
                     assert_eq!(lcp(a, &c), d, "lengths {la} / {lb}, differing at {d}");
-                    assert_eq!(lcp(a, &c), bytewise(a, &c));
                     assert_eq!(lcp(&c, a), d);
+                    // Every byte from d on differs (the first difference must win
+                    // over later ones in the same word).
+                    let mut c = b.to_vec();
+                    for x in &mut c[d..] {
+                        *x ^= 0xA5;
+                    }
+                    assert_eq!(lcp(a, &c), d, "lengths {la} / {lb}, differing from {d}");
+                    assert_eq!(lcp(a, &c), bytewise(a, &c));
                 }
             }
         }
