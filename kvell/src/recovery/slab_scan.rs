@@ -665,6 +665,16 @@ mod tests {
         }
     }
 
+    /// A key like YCSB's ("user" and a number of up to 19 digits) from the next value
+    /// of a xorshift generator, for the benchmarks below.
+    fn ycsb_like_key(seed: &mut u64) -> ShortKey {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        let key = format!("user{}", *seed % 10_000_000_000_000_000_000);
+        ShortKey::new(key.as_bytes()).unwrap()
+    }
+
     /// What recovery does after its scan, without repairs: the runs of 2M YCSB-like
     /// copies (as a worker's share of 4M items) merged and the index built from them in
     /// order, in full blocks; the time it took, per key (a benchmark, not a timed test:
@@ -677,11 +687,7 @@ mod tests {
         for round in 0..3 {
             let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
             for i in 0..n {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let key = format!("user{}", seed % 10_000_000_000_000_000_000);
-                let k = ShortKey::new(key.as_bytes()).unwrap();
+                let k = ycsb_like_key(&mut seed);
                 scan.found.push((k, Loc::new(5, i as u64), 1)).unwrap();
                 if i % 1024 == 1023 {
                     scan.sort_run(RUN);
@@ -713,11 +719,7 @@ mod tests {
         let mut v: MappedVec<Found> = MappedVec::new().unwrap();
         let mut ends = Vec::new();
         for i in 0..n {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let key = format!("user{}", seed % 10_000_000_000_000_000_000);
-            let k = ShortKey::new(key.as_bytes()).unwrap();
+            let k = ycsb_like_key(&mut seed);
             v.push((k, Loc::new(3, i as u64), 1)).unwrap();
             if (i + 1) % RUN == 0 || i + 1 == n {
                 let s = ends.last().copied().unwrap_or(0);
