@@ -314,29 +314,22 @@ impl Scratch {
     /// Encodes entries `a..b` as one exact-size block.
     pub(super) fn encode(&self, a: usize, b: usize) -> Box<[u8]> {
         let f = self.format(a, b);
-        // Each entry's shared prefix, found once for both passes. Callers pass at
-        // most MAX_ENTRIES entries (`emit` halves a longer range first); past that
-        // the second pass would find the prefix again, a guard, not a path taken.
+        // Each entry's shared prefix, found once for both passes. A block holds at
+        // most MAX_ENTRIES: `emit` halves a longer range before it encodes, and a
+        // block's own entries (its count a byte) are never more.
+        debug_assert!(b - a <= MAX_ENTRIES);
         let mut shared = [0usize; MAX_ENTRIES];
         let mut size = HDR;
         for i in a..b {
             let k = self.key(i);
             let s = if i == a { 0 } else { lcp(self.key(i - 1), k) };
-            if let Some(x) = shared.get_mut(i - a) {
-                *x = s;
-            }
+            shared[i - a] = s;
             size += f.entry_len(s, k.len() - s);
         }
         let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&[(b - a) as u8, f.class, f.width as u8]);
-        for i in a..b {
-            let k = self.key(i);
-            let s = match shared.get(i - a) {
-                Some(&s) => s,
-                None if i == a => 0,
-                None => lcp(self.key(i - 1), k),
-            };
-            f.put(&mut out, s, &k[s..], self.locs[i]);
+        for (i, &s) in (a..b).zip(&shared) {
+            f.put(&mut out, s, &self.key(i)[s..], self.locs[i]);
         }
         debug_assert_eq!(out.len(), size);
         out.into_boxed_slice()
