@@ -1,6 +1,6 @@
 //! The asynchronous driver: one injector keeps up to `qd` requests in flight. It
 //! submits until the window is full, then handles completions (pushed by the
-//! engine's threads into a [`DoneQueue`]) and refills. With a target rate (or a timed
+//! engine's threads into a [`DoneQueue`], one per injector thread) and refills. With a target rate (or a timed
 //! trace), a request is not submitted before its scheduled time, and its intended
 //! latency counts from that time.
 
@@ -16,6 +16,7 @@ use crate::measure::{Outcome, Recorder};
 use crate::record;
 use crate::workload::{Op, OpKind};
 use kvapi::{AsyncEngine, Engine, Reply, Request};
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,41 @@ pub(super) struct Plan<'a> {
 
 /// Submissions between two looks at the phase's clock (each look reads the time).
 const CLOCK_EVERY: u32 = 32;
+
+thread_local! {
+    /// The completion queue of the injector on this thread, kept for the thread's
+    /// life and used by each of its phases in turn: a push may still read its queue
+    /// after the injector took the completion (`DoneQueue::push`), so a queue is
+    /// never freed. A deeper window takes a larger one (slots in powers of two), and
+    /// a phase that unwinds leaves its queue to the completions still coming.
+    static QUEUE: Cell<Option<&'static DoneQueue<Done>>> = const { Cell::new(None) };
+}
+
+/// This thread's completion queue, with at least `slots` slots.
+fn thread_queue(slots: usize) -> &'static DoneQueue<Done> {
+    QUEUE.with(|q| match q.get() {
+        Some(x) if x.slots() >= slots => x,
+        _ => {
+            let x: &'static DoneQueue<Done> =
+                Box::leak(Box::new(DoneQueue::new(slots.next_power_of_two())));
+            q.set(Some(x));
+            x
+        }
+    })
+}
+
+/// Takes this thread's queue out of use if the injector unwinds: requests in flight
+/// may still complete into it, so the next phase must not take their completions
+/// for its own.
+struct RetireOnUnwind;
+
+impl Drop for RetireOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            QUEUE.with(|q| q.set(None));
+        }
+    }
+}
 
 /// Drives `ops` through the engine's asynchronous path (native, or a thread pool of
 /// `qd` threads) until they run out or the phase is over.
@@ -60,9 +96,10 @@ fn inject(
     m: &Measured<'_>,
 ) -> Recorder {
     let qd = plan.qd.max(1);
+    let _retire = RetireOnUnwind;
     let mut inj = Injector {
         a,
-        queue: Arc::new(DoneQueue::default()),
+        queue: thread_queue(qd),
         rec: Recorder::new(m.slot(), m.clock.measure_from),
         in_flight: 0,
         versions: Versions::new(usize::MAX >> 24),
@@ -211,7 +248,8 @@ fn write_after_read(
 /// The injector's state.
 struct Injector<'e> {
     a: &'e dyn AsyncEngine,
-    queue: Arc<DoneQueue<Done>>,
+    /// This thread's completion queue (the window's slots are its slots).
+    queue: &'static DoneQueue<Done>,
     rec: Recorder,
     in_flight: usize,
     versions: Versions,
@@ -229,17 +267,26 @@ struct Injector<'e> {
 impl Injector<'_> {
     /// Submits the request of `slot`; its completion is queued for the injector with
     /// the time the engine's thread finished it. One allocation: the completion.
+    #[expect(
+        unsafe_code,
+        reason = "a completion is pushed into its slot's cell of the queue (`DoneQueue::push`)"
+    )]
     fn submit(&mut self, slot: u32, req: Request) {
-        let tx = self.queue.clone();
+        let q = self.queue;
         self.in_flight += 1;
         self.a.submit(
             req,
             Box::new(move |result| {
-                tx.push(Done {
+                let done = Done {
                     slot,
                     end: Instant::now(),
                     result,
-                });
+                };
+                // SAFETY: `slot` is one of the window's, below the queue's slots; it
+                // has this one request in flight (an engine runs a completion once),
+                // and the injector submits from it again only after it took this
+                // completion.
+                unsafe { q.push(slot, done) };
             }),
         );
     }
