@@ -42,9 +42,11 @@ pub struct DoneQueue<T> {
 }
 
 // SAFETY: a cell is written only by the push of its slot and read only by the take
-// that follows it (the contract of `push`), ordered by the head word (a push's
-// compare-and-swap releases the cell's write, the take's swap acquires it), so items
-// move between threads but are never shared: `T: Send` suffices.
+// that follows it (the contract of `push`), ordered by the head word: a push's
+// compare-and-swap releases the cell's write, and since every write of the head word
+// is a read-modify-write, the pushes after it continue its release sequence, so the
+// take's swap acquires the cells of every slot on the stack it takes. Items move
+// between threads but are never shared: `T: Send` suffices.
 #[expect(
     unsafe_code,
     reason = "the queue's cells are handed between threads by the head word's atomics"
@@ -82,10 +84,13 @@ impl<T> DoneQueue<T> {
     /// must not free the queue under it (the injector keeps one queue per thread for
     /// the thread's life).
     ///
+    /// # Panics
+    /// If `slot` is not below the queue's slots.
+    ///
     /// # Safety
-    /// `slot` is below the queue's slots, and is not pushed again until a `take` that
-    /// returned this item has returned (one completion per slot in the queue: the
-    /// injector reuses a slot only after it took the slot's completion).
+    /// `slot` is not pushed again until a `take` that returned this item has returned
+    /// (one completion per slot in the queue: the injector reuses a slot only after
+    /// it took the slot's completion).
     #[expect(
         unsafe_code,
         reason = "the cell of a slot is written here without a lock (the caller's contract)"
@@ -118,17 +123,20 @@ impl<T> DoneQueue<T> {
 
     /// Moves the queued completions into `out` (which should be empty), first
     /// waiting until at least `want` are queued when `want > 0`, or until `timeout`.
-    /// Called by the thread that made the queue.
+    ///
+    /// # Panics
+    /// If called by another thread than the one that made the queue (pushes wake
+    /// that one: another taker could sleep for ever).
     #[expect(
         unsafe_code,
         reason = "the cells of the slots taken are read without a lock (`push`'s contract)"
     )]
     pub fn take(&self, want: usize, timeout: Option<Duration>, out: &mut Vec<T>) {
         debug_assert!(out.is_empty());
-        debug_assert_eq!(
+        assert_eq!(
             std::thread::current().id(),
             self.taker.id(),
-            "the taker takes"
+            "a completion queue is taken from by the thread that made it"
         );
         if want > 0 {
             let deadline = timeout.map(|t| Instant::now() + t);
@@ -154,17 +162,22 @@ impl<T> DoneQueue<T> {
             }
             self.want.store(0, SeqCst);
         }
-        let mut top = self.head.swap(0, Acquire) as u32;
-        while top != 0 {
+        let h = self.head.swap(0, Acquire);
+        let mut top = h as u32;
+        // The walk is bounded by the count the head word gave: a slot pushed twice
+        // (a broken contract) would otherwise link to itself.
+        for _ in 0..h / COUNT {
+            debug_assert_ne!(top, 0, "the count matches the links");
             let i = (top - 1) as usize;
             top = self.next[i].load(Relaxed);
             // SAFETY: slot i was pushed (its cell written before the push's
             // compare-and-swap, which the swap above acquired) and is not pushed
             // again before this take has returned (`push`'s contract).
-            if let Some(x) = unsafe { (*self.cells[i].get()).take() } {
-                out.push(x);
-            }
+            let x = unsafe { (*self.cells[i].get()).take() };
+            debug_assert!(x.is_some(), "a slot on the stack holds its completion");
+            out.extend(x);
         }
+        debug_assert_eq!(top, 0, "the links end with the count");
         // The stack is last in, first out: completions in the order they came.
         out.reverse();
     }
@@ -212,56 +225,66 @@ mod tests {
 
     /// Several threads completing at once, the taker waiting for batches and reusing
     /// each slot as soon as it took it, as the injector does: every completion
-    /// arrives once, with the item its push gave, and none is lost to a wake-up that
-    /// came between the taker's look at the count and its sleep.
+    /// arrives once, with the item its push gave. A wake-up lost between the taker's
+    /// look at the count and its sleep would leave the taker asleep: it runs on a
+    /// thread of its own, and the test fails if it has not finished within a minute.
+    /// (On x86 a too-weak memory ordering would still pass: this checks the protocol,
+    /// not the orderings, which the comments argue.)
     #[test]
     fn many_pushers_lose_nothing() {
         const SLOTS: u32 = 64;
         const ROUNDS: u64 = 2000;
-        let q = Arc::new(DoneQueue::<(u32, u64)>::new(SLOTS as usize));
-        let (tx, rx) = std::sync::mpsc::channel::<(u32, u64)>();
-        let rx = Arc::new(std::sync::Mutex::new(rx));
-        // Pushers take work (a slot and a sequence number) from a channel.
-        let pushers: Vec<_> = (0..3)
-            .map(|_| {
-                let (q, rx) = (q.clone(), rx.clone());
-                std::thread::spawn(move || {
-                    loop {
-                        let Ok((slot, seq)) = rx.lock().unwrap().recv() else {
-                            return;
-                        };
-                        // SAFETY: the taker hands out a slot again only after it took
-                        // the slot's completion
-                        unsafe { q.push(slot, (slot, seq)) };
-                    }
+        const PUSHERS: usize = 3;
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let q = Arc::new(DoneQueue::<(u32, u64)>::new(SLOTS as usize));
+            // Pusher p completes the slots s with s % PUSHERS == p, fed by a channel
+            // of its own, so that pushes come from several threads at once.
+            let (feeds, pushers): (Vec<_>, Vec<_>) = (0..PUSHERS)
+                .map(|_| {
+                    let (tx, rx) = std::sync::mpsc::channel::<(u32, u64)>();
+                    let q = q.clone();
+                    let h = std::thread::spawn(move || {
+                        for (slot, seq) in rx {
+                            // SAFETY: the taker hands out a slot again only after it
+                            // took the slot's completion
+                            unsafe { q.push(slot, (slot, seq)) };
+                        }
+                    });
+                    (tx, h)
                 })
-            })
-            .collect();
-        let mut seq = 0u64;
-        for s in 0..SLOTS {
-            tx.send((s, seq)).unwrap();
-            seq += 1;
-        }
-        let mut seen = vec![false; (SLOTS as u64 * ROUNDS) as usize];
-        let mut in_flight = SLOTS as usize;
-        let mut out = Vec::new();
-        while in_flight > 0 {
-            q.take((in_flight / 8).max(1), None, &mut out);
-            for (slot, n) in out.drain(..) {
-                assert!(!std::mem::replace(&mut seen[n as usize], true), "{n} twice");
-                in_flight -= 1;
-                if seq < SLOTS as u64 * ROUNDS {
-                    tx.send((slot, seq)).unwrap();
-                    seq += 1;
-                    in_flight += 1;
+                .unzip();
+            let send = |slot: u32, seq: u64| feeds[slot as usize % PUSHERS].send((slot, seq));
+            let mut seq = 0u64;
+            for s in 0..SLOTS {
+                send(s, seq).unwrap();
+                seq += 1;
+            }
+            let mut seen = vec![false; (SLOTS as u64 * ROUNDS) as usize];
+            let mut in_flight = SLOTS as usize;
+            let mut out = Vec::new();
+            while in_flight > 0 {
+                q.take((in_flight / 8).max(1), None, &mut out);
+                for (slot, n) in out.drain(..) {
+                    assert!(!std::mem::replace(&mut seen[n as usize], true), "{n} twice");
+                    in_flight -= 1;
+                    if seq < SLOTS as u64 * ROUNDS {
+                        send(slot, seq).unwrap();
+                        seq += 1;
+                        in_flight += 1;
+                    }
                 }
             }
-        }
-        drop(tx);
-        for p in pushers {
-            p.join().unwrap();
-        }
-        assert!(seen.iter().all(|&s| s), "every completion taken");
+            drop(feeds);
+            for p in pushers {
+                p.join().unwrap();
+            }
+            done_tx.send(seen.iter().all(|&s| s)).unwrap();
+        });
+        let all = done_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the taker finished (a lost wake-up leaves it asleep)");
+        assert!(all, "every completion taken");
     }
 
     /// The queue this one replaced, as the benchmark below's reference: a mutex

@@ -1,8 +1,8 @@
 //! The asynchronous driver: one injector keeps up to `qd` requests in flight. It
 //! submits until the window is full, then handles completions (pushed by the
-//! engine's threads into a [`DoneQueue`], one per injector thread) and refills. With a target rate (or a timed
-//! trace), a request is not submitted before its scheduled time, and its intended
-//! latency counts from that time.
+//! engine's threads into a [`DoneQueue`], one per injector thread) and refills.
+//! With a target rate (or a timed trace), a request is not submitted before its
+//! scheduled time, and its intended latency counts from that time.
 
 use super::ahead::with_ops_ahead;
 use super::arrivals::Arrivals;
