@@ -1,10 +1,12 @@
 """Summarises an alternating A/B file of lines `round workload mode build ops/s cpu-us/op`
-(build old or new): per workload and mode, the new build over the old one in each
+(build old or new; lines starting with # are notes): per workload and mode, the new build over the old one in each
 round, the median and range of those ratios and in how many rounds the new one led."""
 import collections, statistics as st, sys
 
 d = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
+    if line.startswith("#"):
+        continue
     r, w, m, b, t, c = line.split()
     d[(int(r), w, m)][b] = (float(t), float(c))
 for w, m in sorted({(k[1], k[2]) for k in d}):

@@ -236,10 +236,10 @@ fn add(counter: &AtomicU64, n: u64) {
 }
 
 impl Recorder {
-    /// `slot` must be this recorder's alone: its live counters are written with a
-    /// plain load and store (one writer), so two recorders on one slot lose counts.
     /// Operations that finish before `measuring_from` (warm-up) count in the
-    /// timeline but not in the histograms.
+    /// timeline but not in the histograms. `slot` must be this recorder's alone: its
+    /// live counters are written with a plain load and store (one writer), so two
+    /// recorders on one slot would lose counts.
     pub fn new(slot: Arc<Slot>, measuring_from: Instant) -> Recorder {
         Recorder {
             actual: Default::default(),
