@@ -707,6 +707,67 @@ mod tests {
         }
     }
 
+    /// Whether the index could be built during the scan instead of after it (issue 18,
+    /// item 4: "index building off the read path"). A key's newest copy is known only
+    /// once every slot is read, so at best the index of the copies found so far is
+    /// built while the last reads are in flight, and the keys found later are inserted
+    /// into it one by one. This measures both sides at a worker's 2M YCSB-like keys:
+    /// the build of everything in order (what recovery does after its scan) against,
+    /// for a share `f` found first, the build of that share in order (the work the
+    /// scan's idle CPU would have to absorb) and the inserts of the rest in the order
+    /// a scan finds them (what would be left after the scan, or absorbed too).
+    /// A benchmark, not a timed test: `cargo test --release -p kvell --lib
+    /// build_during_scan_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "benchmark: run it in release, by name"]
+    fn build_during_scan_speed() {
+        let n = 2_000_000usize;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        // the keys in the order a scan finds them (their slots), then sorted
+        let found: Vec<(ShortKey, Loc)> = (0..n)
+            .map(|i| (ycsb_like_key(&mut seed), Loc::new(5, i as u64)))
+            .collect();
+        let sorted = |v: &[(ShortKey, Loc)]| {
+            let mut v = v.to_vec();
+            v.sort_unstable_by_key(|a| a.0);
+            v.dedup_by(|a, b| a.0 == b.0);
+            v
+        };
+        for round in 0..3 {
+            let all = sorted(&found);
+            let t = std::time::Instant::now();
+            let index = crate::index::Index::from_sorted(all.iter().map(|(k, l)| (k.key(), *l)));
+            let whole = t.elapsed();
+            assert_eq!(index.len(), all.len());
+            drop(index);
+            let mut line = format!(
+                "round {round}: all {} keys built in order {:.1} ns a key ({whole:?})",
+                all.len(),
+                whole.as_nanos() as f64 / all.len() as f64
+            );
+            for share in [0.6, 0.8, 0.9] {
+                let first = (n as f64 * share) as usize;
+                let head = sorted(&found[..first]);
+                let t = std::time::Instant::now();
+                let mut index =
+                    crate::index::Index::from_sorted(head.iter().map(|(k, l)| (k.key(), *l)));
+                let build = t.elapsed();
+                let t = std::time::Instant::now();
+                for (k, l) in &found[first..] {
+                    index.upsert(k.key().as_bytes(), |old| old.is_none().then_some(*l));
+                }
+                let inserts = t.elapsed();
+                assert_eq!(index.len(), all.len());
+                line += &format!(
+                    "; first {share}: built {build:?}, the rest inserted {:.1} ns a key \
+                     ({inserts:?})",
+                    inserts.as_nanos() as f64 / (n - first) as f64
+                );
+            }
+            eprintln!("{line}");
+        }
+    }
+
     /// The merge of 2M YCSB-like keys in runs of `RUN`, as recovery of 4M items
     /// gives each of 2 workers: every key once, in order, and the time it took (a
     /// benchmark, not a timed test: `cargo test --release -p kvell --lib merge_speed
