@@ -162,6 +162,19 @@ fn an_explicit_cache_overrides_the_budget() {
 }
 
 const BUDGET: u64 = 24 << 20;
+/// What the peak RSS may hold over the budget and the engine does not count: the
+/// test's own requests (256 in flight), the threads' stacks, the allocator's free
+/// space between reallocated index blocks, more of it while requests are in flight.
+/// On the 2-core development VM (2026-12-06), loads of the 200K items grew the peak
+/// by 25.2-25.8 MiB in 26 runs on idle cores and by 25.8-28.4 MiB in 24 runs with
+/// both cores kept busy by other processes, as under CI, which runs test binaries
+/// side by side (26.0-27.6 in 18 more with glibc's arena count or mmap threshold
+/// fixed, which changed nothing); the 1.1 x the budget this test allowed before,
+/// 26.4 MiB, failed in CI at 26.5. A
+/// cache that does not give way (`kvell.cache` fixed at the budget beside it) grew
+/// the peak by 31.1-33.0 MiB in 6 runs, idle and busy: the bound, 29.5 MiB, lies
+/// between the two.
+const TRANSIENT: u64 = 11 << 19;
 const ITEMS: u64 = 200_000;
 const VALUE: usize = 900;
 
@@ -175,7 +188,8 @@ fn open_psync(dir: &Path) -> Arc<Kvell> {
 
 /// The child's work: `load` opens an empty directory and loads ITEMS items (256 in
 /// flight), `reopen` recovers them and reads a sample. Either way the peak resident
-/// memory may grow by at most 1.1 x the budget over what it was before the open.
+/// memory may grow by at most the budget and `TRANSIENT` over what it was before the
+/// open.
 #[test]
 #[ignore = "run by rss_stays_within_the_budget in a process of its own"]
 fn rss_child() {
@@ -238,19 +252,21 @@ fn rss_child() {
     );
     assert!(held(&kv) <= BUDGET);
     assert!(
-        peak.saturating_sub(before) as f64 <= 1.1 * BUDGET as f64,
-        "{phase}: the peak RSS grew by {:.1} MiB, over 1.1 x the {:.1} MiB budget",
-        mib(peak - before),
-        mib(BUDGET)
+        peak.saturating_sub(before) <= BUDGET + TRANSIENT,
+        "{phase}: the peak RSS grew by {:.1} MiB, over the {:.1} MiB budget and {:.1} MiB \
+         of transients",
+        mib(peak.saturating_sub(before)),
+        mib(BUDGET),
+        mib(TRANSIENT)
     );
     kv.close().unwrap();
 }
 
 /// The budget held from outside: a child process loads 200K items of 900 B (about
 /// 200 MiB of slabs, an index of about 4 MiB) into a 24 MiB budget on the psync
-/// backend, then another reopens them; the peak RSS of each grows by at most 1.1 x
-/// the budget. A cache that did not give way (24 MiB of frames plus the index)
-/// would exceed it.
+/// backend, then another reopens them; the peak RSS of each grows by at most the
+/// budget and `TRANSIENT`. A cache that did not give way (24 MiB of frames plus the
+/// index) exceeds it (measured: see `TRANSIENT`).
 #[test]
 fn rss_stays_within_the_budget() {
     let dir = TempDir::new("kvell-rss");
