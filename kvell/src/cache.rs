@@ -76,14 +76,40 @@ pub struct PageCache {
 
 /// Frames `from..to` being made resident by a helper thread, so that the open does
 /// not wait for them (`fill_beside`). The helper counts the frames it has made
-/// resident so far (`made`, from `from`, in steps of 1 MiB), which the cache takes as
+/// resident so far (`made`, from `from`, one at a time), which the cache takes as
 /// they come (`settle`); it returns the microseconds it took (a helper that
 /// panicked returns nothing, and the frames past those it counted stay untouched).
+///
+/// A limit that falls meanwhile stops it: it may make frames resident only below
+/// the lowest limit asked for since it began (`bound`, told to it through `end`),
+/// and what it made past that is given back at once (up to `gone`). It used to go on
+/// to `to` and leave the frames past the limit for its end: in the idle scheduling
+/// class, on busy cores, it ended long after the limit had fallen, and 200K-item
+/// loads into a 24 MiB budget (the `memory_budget` test) held up to 4.6 MiB of frames
+/// the cache did not count, at the load's end.
 struct Fill {
     from: u32,
     to: u32,
     made: Arc<AtomicUsize>,
+    /// Frames from `from` the helper may make resident (`Populator::end`).
+    end: Arc<AtomicUsize>,
+    /// The same, as last told to the helper: it only falls.
+    bound: u32,
+    /// Frames below this one that the helper made past `from + bound` have been
+    /// given back.
+    gone: u32,
     thread: JoinHandle<u64>,
+}
+
+impl Fill {
+    /// The frame after the last one the helper has made resident.
+    fn reach(&self) -> u32 {
+        let made = self
+            .made
+            .load(Ordering::Acquire)
+            .min((self.to - self.from) as usize);
+        self.from + made as u32
+    }
 }
 
 impl PageCache {
@@ -158,6 +184,12 @@ impl PageCache {
         Ok(())
     }
 
+    /// Whether a helper is still making frames resident (`fill_beside`) that
+    /// `settle` has not taken in.
+    pub fn filling(&self) -> bool {
+        self.fill.is_some()
+    }
+
     /// Frames the cache may hold now.
     pub fn limit(&self) -> u32 {
         self.limit
@@ -172,7 +204,14 @@ impl PageCache {
     /// open and not used yet, and evicted ones whose release failed.
     pub fn resident_bytes(&self) -> u64 {
         let spare = self.touched.saturating_sub(self.used) as u64;
-        (self.live as u64 + spare + self.idle.len() as u64) * PAGE as u64
+        // A fill's frames made resident and not taken yet (below its bound), and
+        // those past its bound not given back yet.
+        let filling = self.fill.as_ref().map_or(0, |f| {
+            let (reach, top) = (f.reach(), f.from + f.bound);
+            reach.min(top).saturating_sub(self.touched)
+                + reach.saturating_sub(f.gone.max(top).max(self.touched))
+        });
+        (self.live as u64 + spare + self.idle.len() as u64 + filling as u64) * PAGE as u64
     }
 
     /// Bytes of the cache's bookkeeping (frame records, buckets, released list).
@@ -193,9 +232,15 @@ impl PageCache {
     /// used pages are evicted and their frames given back (one `madvise` each).
     pub fn set_limit(&mut self, limit: u32) {
         let mut limit = limit.min(self.cap);
-        if self.fill.is_some() {
-            // Frames past `touched` are the helper's until it has ended.
+        if let Some(f) = self.fill.as_mut() {
+            // Frames past `touched` are the helper's until it has ended, and it may
+            // make none past this limit from now on.
             self.wanted = limit;
+            let bound = limit.saturating_sub(f.from).min(f.bound);
+            if bound < f.bound {
+                f.bound = bound;
+                f.end.store(bound as usize, Ordering::Release);
+            }
             limit = limit.min(self.touched);
         }
         self.limit = limit;
@@ -215,6 +260,23 @@ impl PageCache {
                 self.idle.push(victim);
             }
         }
+        self.give_back_overshoot();
+    }
+
+    /// Gives back what a fill under way has made resident past its bound (frames no
+    /// limit since has let the cache hold), not given back yet.
+    fn give_back_overshoot(&mut self) {
+        let Some(f) = self.fill.as_ref() else {
+            return;
+        };
+        let reach = f.reach();
+        let from = f.gone.max(f.from + f.bound).max(self.touched);
+        if reach > from
+            && self.release(from, reach - from)
+            && let Some(f) = self.fill.as_mut()
+        {
+            f.gone = reach;
+        }
     }
 
     /// Sets the limit to `limit` (at most the capacity), making the frames up to it
@@ -232,7 +294,7 @@ impl PageCache {
     /// As [`PageCache::fill_to`], but a rise is made resident by a helper thread
     /// while the worker serves: until it has ended the cache holds at most the frames
     /// touched so far (`settle`, at each of the worker's turns, takes those the helper
-    /// has made resident, 1 MiB at a time, and once it has ended applies the limit
+    /// has made resident, and once it has ended applies the limit
     /// last asked for). A cache that opens empty loses nothing by this: it fills from
     /// reads, far slower than the kernel makes frames resident. The open used to wait
     /// for this step: 37-48 ms of each open of 4M items, and 410-490 ms where the
@@ -250,7 +312,7 @@ impl PageCache {
             .frames
             .populator(self.touched as usize..limit as usize)
             .map_err(|e| Error::io("making the page cache's frames resident", e))?;
-        let made = pop.made();
+        let (made, end) = (pop.made(), pop.end());
         let spawned = std::thread::Builder::new()
             .name("kvell-cache-fill".into())
             .spawn(move || {
@@ -266,6 +328,9 @@ impl PageCache {
             from: self.touched,
             to: limit,
             made,
+            end,
+            bound: limit - self.touched,
+            gone: self.touched,
             thread,
         });
         self.set_limit(limit);
@@ -282,27 +347,41 @@ impl PageCache {
         let f = self.fill.as_ref()?;
         if !wait && !f.thread.is_finished() {
             // The frames the helper has made resident so far are the cache's now
-            // (the helper only goes on past them), up to the limit last asked for
-            // (those over it are given back when it ends, as before).
-            let made = f.made.load(Ordering::Acquire).min((f.to - f.from) as usize) as u32;
-            let made = (f.from + made).min(self.wanted);
+            // (the helper only goes on past them), up to its bound (the lowest
+            // limit asked for since it began); any past that go back at once
+            // (`set_limit`).
+            let made = f.reach().min(f.from + f.bound);
             if made > self.touched {
                 self.touched = made;
                 self.set_limit(self.wanted);
+            } else {
+                self.give_back_overshoot();
             }
             return None;
         }
-        let f = self.fill.take()?;
-        // A helper that panicked made nothing resident beyond what it counted.
-        let us = match f.thread.join() {
-            Ok(us) => {
-                self.touched = self.touched.max(f.to);
-                us
-            }
-            Err(_) => 0,
-        };
+        let Fill {
+            from,
+            to,
+            made,
+            end,
+            bound,
+            gone,
+            thread,
+        } = self.fill.take()?;
+        let joined = thread.join();
+        // Once the helper has ended, it has counted every frame it made resident:
+        // those up to its bound are the cache's, and any past it (at most one,
+        // where the bound fell as the helper reached it) go back; if that fails
+        // they count as touched, and the limit gives them back as spare below.
+        let reach = from + made.load(Ordering::Acquire).min((to - from) as usize) as u32;
+        drop(end);
+        self.touched = self.touched.max(reach.min(from + bound));
+        let back = gone.max(self.touched);
+        if reach > back && !self.release(back, reach - back) {
+            self.touched = reach;
+        }
         self.set_limit(self.wanted);
-        Some(us)
+        Some(joined.unwrap_or(0))
     }
 
     fn bucket(&self, unit: Unit) -> usize {
@@ -687,13 +766,16 @@ mod tests {
 
     /// While a fill is under way, the frames its helper has made resident so far
     /// are the cache's at the worker's next turn (`settle(false)`), up to the limit
-    /// last asked for; the rest once it has ended. (The helper here is held back by
-    /// the test, which says how far it got.)
+    /// last asked for; the rest once it has ended. A fall meanwhile stops the helper
+    /// there and gives back at once what it made past it. (The helper here is held
+    /// back by the test, which makes the frames resident itself and says how far it
+    /// got.)
     #[test]
     fn a_fill_under_way_gives_its_frames_as_they_come() {
         let page = |i: u64| vec![i as u8; PAGE];
         let mut c = PageCache::with_limit(256, 16).unwrap();
         let made = Arc::new(AtomicUsize::new(0));
+        let end = Arc::new(AtomicUsize::new(184));
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
             let _ = wait.recv();
@@ -703,6 +785,9 @@ mod tests {
             from: 16,
             to: 200,
             made: Arc::clone(&made),
+            end: Arc::clone(&end),
+            bound: 184,
+            gone: 16,
             thread,
         });
         c.set_limit(200);
@@ -710,7 +795,13 @@ mod tests {
         assert!(c.settle(false).is_none());
         assert_eq!(c.limit(), 16, "nothing made resident yet");
 
+        c.frames.populate(16..66).unwrap();
         made.store(50, Ordering::Release);
+        assert_eq!(
+            c.resident_bytes(),
+            66 * PAGE as u64,
+            "the helper's frames count"
+        );
         assert!(c.settle(false).is_none(), "still under way");
         assert_eq!(c.limit(), 66, "the 50 frames made so far are the cache's");
         for i in 0..100u64 {
@@ -719,21 +810,42 @@ mod tests {
         assert!(c.get(Unit(33)).is_none(), "66 frames held");
         assert_eq!(c.get(Unit(34)).unwrap()[0], 34);
 
-        // A fall meanwhile applies at once, and frames the helper makes past it are
-        // not taken.
+        // The helper goes on to frame 150; then the limit falls to 40: it applies at
+        // once, the helper may make no frame past it, and what it made past it goes
+        // back now, not when it ends (busy cores can leave a helper in the idle
+        // class unfinished long after).
+        c.frames.populate(66..150).unwrap();
+        made.store(134, Ordering::Release);
         c.set_limit(40);
         assert_eq!(c.limit(), 40);
-        made.store(150, Ordering::Release);
+        assert_eq!(
+            end.load(Ordering::Acquire),
+            24,
+            "the helper stops at frame 40"
+        );
+        assert_eq!(
+            resident_frames(&c),
+            40,
+            "the helper's frames past 40 given back"
+        );
+        assert_eq!(c.resident_bytes(), 40 * PAGE as u64);
         c.settle(false);
         assert_eq!(c.limit(), 40);
-        // A rise: up to what the helper has made.
+        // A rise: the cache holds no more than it has touched until the helper
+        // ends, and the helper is not sent past the frames it was stopped at.
         c.set_limit(200);
         c.settle(false);
-        assert_eq!(c.limit(), 166);
+        assert_eq!(c.limit(), 66);
+        assert_eq!(end.load(Ordering::Acquire), 24);
 
         go.send(()).unwrap();
         assert_eq!(c.settle(true), Some(7), "the fill ends");
-        assert_eq!(c.limit(), 200);
+        assert_eq!(c.limit(), 200, "the rest is touched on first use");
         assert_eq!(c.get(Unit(99)).unwrap()[0], 99);
+        assert_eq!(
+            resident_frames(&c),
+            40,
+            "the 40 pages held, nothing more yet"
+        );
     }
 }

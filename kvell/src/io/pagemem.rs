@@ -128,7 +128,8 @@ impl PageMem {
         // so do the writes of `touch_pages`.
         unsafe {
             if len > 0 && populate_in_steps(at as usize, len).is_err() {
-                touch_pages(at as usize, len, |_| {});
+                let end = AtomicUsize::new(len / PAGE);
+                touch_pages(at as usize, len, &AtomicUsize::new(0), &end);
             }
         }
         Ok(())
@@ -147,6 +148,7 @@ impl PageMem {
             at: at as usize,
             len,
             made: Arc::new(AtomicUsize::new(0)),
+            end: Arc::new(AtomicUsize::new(pages.len())),
         })
     }
 
@@ -202,40 +204,45 @@ impl PageMem {
 pub struct Populator {
     at: usize,
     len: usize,
-    /// Pages made resident so far, from the first: published after each step, so
+    /// Pages made resident so far, from the first: published after each page, so
     /// that the owner can use them before the whole range is.
     made: Arc<AtomicUsize>,
+    /// Pages it may make resident, from the first: the owner lowers it to stop the
+    /// helper short of the range's end (`Populator::end`).
+    end: Arc<AtomicUsize>,
 }
-
-/// Bytes a [`Populator`] makes resident between two counts of what it has made.
-const TOUCH_STEP: usize = 1 << 20;
 
 impl Populator {
     /// The count of pages made resident so far, from the first of the range (it
-    /// only rises, and reaches the range's length once [`Populator::run`] has made
-    /// it all resident).
+    /// only rises, and reaches the range's length, or the end it was given, once
+    /// [`Populator::run`] has returned).
     pub fn made(&self) -> Arc<AtomicUsize> {
         Arc::clone(&self.made)
     }
 
-    /// Makes the pages resident, one write fault each ([`touch_pages`]), counting them
-    /// every [`TOUCH_STEP`] bytes.
+    /// The pages it may make resident, from the first of the range (the range's
+    /// length at first). Lowered, the helper stops before the next page past it: it
+    /// may still make one more page resident than the new end when the two meet, so
+    /// the owner gives back what `made` counts past the end once `run` has returned.
+    pub fn end(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.end)
+    }
+
+    /// Makes the pages resident, one write fault each ([`touch_pages`]), counting
+    /// each, up to the end the owner leaves it.
     pub fn run(self) {
         // SAFETY: the range lies within a live mapping (checked when the handle was
         // made; its owner keeps it mapped and in place until this returns) and is
         // page-aligned. Its pages past those counted made are not reached by the
         // owner (`PageMem::populator`): nothing else accesses their bytes meanwhile.
-        unsafe {
-            touch_pages(self.at, self.len, |done| {
-                self.made.store(done / PAGE, Ordering::Release)
-            })
-        };
+        unsafe { touch_pages(self.at, self.len, &self.made, &self.end) };
     }
 }
 
 /// Makes the pages of `len` bytes at `at` resident, one write fault each (an atomic
-/// add and subtract of one on the page's first byte: no byte changes), telling
-/// `made` how many bytes from `at` are resident every [`TOUCH_STEP`].
+/// add and subtract of one on the page's first byte: no byte changes), counting in
+/// `made` the pages from `at` made resident, and stopping before a page at or past
+/// `end` (pages from `at`; the owner may lower it meanwhile).
 ///
 /// Not `MADV_POPULATE_WRITE` (no fault per page), which holds the process's mmap lock
 /// through each call: a thread that maps or unmaps memory meanwhile (an allocator, a
@@ -253,22 +260,23 @@ impl Populator {
 /// # Safety
 /// `at..at + len` must lie within a live mapping of the process, be page-aligned, and
 /// nothing else may access its bytes until `made` has counted them.
-unsafe fn touch_pages(at: usize, len: usize, mut made: impl FnMut(usize)) {
-    let mut done = 0;
-    while done < len {
-        let n = TOUCH_STEP.min(len - done);
-        for off in (done..done + n).step_by(PAGE) {
-            // SAFETY: the byte lies within the live mapping the caller vouches for,
-            // initialised, aligned for a `u8`, and nothing else accesses it now.
-            let b = unsafe { AtomicU8::from_ptr((at + off) as *mut u8) };
-            // Two writes that undo each other (an `or` of zero, a write that changes
-            // nothing, compiles to a read, which maps the shared zero page and leaves
-            // the page to be made on the next write).
-            b.fetch_add(1, Ordering::Relaxed);
-            b.fetch_sub(1, Ordering::Relaxed);
+unsafe fn touch_pages(at: usize, len: usize, made: &AtomicUsize, end: &AtomicUsize) {
+    for page in 0..len / PAGE {
+        // The end may fall at any time (a page cache whose limit falls as its index
+        // grows); pages past it stay out of memory. Checked before each fault, a
+        // load of a line the owner rarely writes, while a fault costs microseconds.
+        if page >= end.load(Ordering::Acquire) {
+            return;
         }
-        done += n;
-        made(done);
+        // SAFETY: the byte lies within the live mapping the caller vouches for,
+        // initialised, aligned for a `u8`, and nothing else accesses it now.
+        let b = unsafe { AtomicU8::from_ptr((at + page * PAGE) as *mut u8) };
+        // Two writes that undo each other (an `or` of zero, a write that changes
+        // nothing, compiles to a read, which maps the shared zero page and leaves
+        // the page to be made on the next write).
+        b.fetch_add(1, Ordering::Relaxed);
+        b.fetch_sub(1, Ordering::Relaxed);
+        made.store(page + 1, Ordering::Release);
     }
 }
 
@@ -395,11 +403,11 @@ mod tests {
         assert_eq!((m[15 * PAGE], m[48 * PAGE]), (7, 7));
     }
 
-    /// A populator makes its pages resident, in steps, counting them as it goes, and
-    /// changes no byte; the pages before and after its range stay as they were.
+    /// A populator makes its pages resident, counting them as it goes, and changes
+    /// no byte; the pages before and after its range stay as they were.
     #[test]
     fn a_populator_counts_the_pages_it_made_resident() {
-        let steps = 3 * (TOUCH_STEP / PAGE) + 5;
+        let steps = 3 * 256 + 5;
         let mut m = PageMem::new(steps + 8, false).unwrap();
         m[5 * PAGE] = 9;
         let p = m.populator(4..4 + steps).unwrap();
@@ -411,5 +419,21 @@ mod tests {
         assert_eq!(m.resident(0..4).unwrap(), 0);
         assert_eq!(m.resident(4 + steps..steps + 8).unwrap(), 0);
         assert_eq!((m[5 * PAGE], m[6 * PAGE]), (9, 0), "no byte changed");
+    }
+
+    /// A populator whose end is lowered stops there: the pages past it stay out of
+    /// memory, and `made` counts only those before it.
+    #[test]
+    fn a_populator_stops_at_the_end_it_is_given() {
+        let m = PageMem::new(600, false).unwrap();
+        let p = m.populator(10..510).unwrap();
+        let (made, end) = (p.made(), p.end());
+        assert_eq!(end.load(Ordering::Acquire), 500, "the whole range at first");
+        end.store(123, Ordering::Release);
+        p.run();
+        assert_eq!(made.load(Ordering::Acquire), 123);
+        assert_eq!(m.resident(10..133).unwrap(), 123);
+        assert_eq!(m.resident(133..600).unwrap(), 0, "nothing past the end");
+        assert_eq!(m.resident(0..10).unwrap(), 0);
     }
 }
