@@ -208,7 +208,7 @@ impl PageCache {
         // those past its bound not given back yet.
         let filling = self.fill.as_ref().map_or(0, |f| {
             let (reach, top) = (f.reach(), f.from + f.bound);
-            reach.min(top).saturating_sub(self.touched)
+            reach.min(top).saturating_sub(self.touched.max(f.from))
                 + reach.saturating_sub(f.gone.max(top).max(self.touched))
         });
         (self.live as u64 + spare + self.idle.len() as u64 + filling as u64) * PAGE as u64
