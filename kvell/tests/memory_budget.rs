@@ -176,9 +176,9 @@ const BUDGET: u64 = 24 << 20;
 /// resident past a limit that had fallen and left them for its end, which on busy
 /// cores came after the load (25.8-28.4 MiB in 24 runs with both cores busy, earlier
 /// that day; up to 4.6 MiB of frames the engine did not count, found by reading
-/// `/proc/self/smaps` after a load). A cache that does not give way (`kvell.cache` fixed at
-/// the budget beside it, the engine's own checks of its count removed) grew it by
-/// 31.1-31.2 MiB in 4 runs.
+/// `/proc/self/smaps` after a load). A cache that does not give way (`kvell.cache`
+/// fixed at the budget beside it, the engine's own checks of its count removed) grew
+/// it by 31.1-31.2 MiB in 4 runs.
 const TRANSIENT: u64 = 3 << 20;
 const ITEMS: u64 = 200_000;
 const VALUE: usize = 900;
