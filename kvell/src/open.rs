@@ -330,7 +330,9 @@ fn recover_beside(
 /// Bytes recovery holds at most at once for each slot of its slabs: its copy of the
 /// key (48, `slab_scan::Found`), the key's index entry with the allocator's overhead
 /// on it (at most 40 for an inline key of 24 bytes, a 8-byte location and the varints
-/// of a block entry), and a free-list or stale-copy entry (8).
+/// of a block entry), and a free-list or stale-copy entry (8). During the scan, before
+/// the index is built, the merges of the copies' runs hold at most half of the copies
+/// besides (24: `recovery/runs.rs`), given back before the build.
 const RECOVERY_PER_SLOT: u64 = 48 + 40 + 8;
 
 /// What recovery holds whatever the slabs hold, besides its read-ahead buffers

@@ -64,6 +64,23 @@ impl<T: Copy> MappedVec<T> {
         Ok(())
     }
 
+    /// Appends the values of `s`, the mapping grown to twice its size as often as
+    /// needed.
+    pub fn extend_from_slice(&mut self, s: &[T]) -> io::Result<()> {
+        while self.capacity() - self.len < s.len() {
+            self.mem.grow(self.mem.len() / PAGE * 2)?;
+        }
+        // SAFETY: the `s.len()` values after the first `len` lie inside the mapping
+        // (checked above), past the initialised values, so no reference sees them;
+        // `s` is a shared borrow and `self` an exclusive one, so they do not overlap.
+        unsafe {
+            let dst = self.mem.as_mut_ptr().cast::<T>().add(self.len);
+            std::ptr::copy_nonoverlapping(s.as_ptr(), dst, s.len());
+        }
+        self.len += s.len();
+        Ok(())
+    }
+
     /// Keeps the first `n` values.
     pub fn truncate(&mut self, n: usize) {
         self.len = self.len.min(n);
@@ -106,5 +123,16 @@ mod tests {
         v.truncate(10);
         assert_eq!(v.len(), 10);
         assert_eq!(v.as_slice().last().unwrap().0, n - 10);
+        // extended past several doublings at once, the old values kept
+        let more: Vec<_> = (0..3 * n).map(|i| (i, [0u8; 24], 7)).collect();
+        v.extend_from_slice(&more).unwrap();
+        assert_eq!(v.len(), 10 + 3 * n as usize);
+        assert_eq!(v.as_slice()[9].0, n - 10);
+        assert!(
+            v.as_slice()[10..]
+                .iter()
+                .enumerate()
+                .all(|(i, x)| x.0 == i as u64)
+        );
     }
 }

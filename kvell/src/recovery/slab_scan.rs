@@ -9,28 +9,21 @@
 
 use super::readahead::ReadAhead;
 use super::report::{Kind, Repairs};
-use crate::hint::prefetch;
+use super::runs::Runs;
 use crate::index::{Key, ShortKey};
 use crate::io::{Backend, FileId, MappedVec, PAGE};
 use crate::slab::{self, Format, Loc, Slot};
 use kvapi::{Error, Result};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-use std::collections::binary_heap::PeekMut;
 use std::path::Path;
 
 /// A copy of a key found by the scan: (key, where, timestamp).
-type Found = (ShortKey, Loc, u64);
-
-/// Copies in a sorted run: 32768 of 48 bytes (1.5 MiB), sorted in about 3 ms, so
-/// 2M copies make 62 runs and the merge takes about 6 comparisons per copy where a
-/// sort of all of them took about 21.
-const RUN: usize = 1 << 15;
+pub(super) type Found = (ShortKey, Loc, u64);
 
 /// The order that decides which copy of a key is kept: by key, then the newest
 /// first, then (equal timestamps) the first scanned (a `Loc` orders as the scan went:
 /// class, then slot). A total order: no two copies share a location.
-fn copy_order<K: Ord>(a: &(K, Loc, u64), b: &(K, Loc, u64)) -> Ordering {
+pub(super) fn copy_order<K: Ord>(a: &(K, Loc, u64), b: &(K, Loc, u64)) -> Ordering {
     a.0.cmp(&b.0)
         .then_with(|| b.2.cmp(&a.2))
         .then_with(|| a.1.0.cmp(&b.1.0))
@@ -66,13 +59,11 @@ pub(super) struct Scan {
     /// long to be stored inline, rare, in `found_long`.
     found: MappedVec<Found>,
     found_long: Vec<(Key, Loc, u64)>,
-    /// `found` is sorted in runs as the scan goes, while the next read is in flight
-    /// (the worker's CPU is mostly idle then: 0.4 of 3 s per 2M items measured), so
-    /// that what is left after the scan is a merge of the runs, not a sort of all
-    /// copies: where each run ends (the last end is where the unsorted copies begin).
-    runs: Vec<usize>,
-    /// Copies a run waits for before it is sorted (`RUN`; smaller in tests).
-    run_len: usize,
+    /// `found` is sorted in runs as the scan goes, and the runs merged, while the
+    /// next reads are in flight (the worker's CPU is mostly idle then: 0.4 of 3 s per
+    /// 2M items measured), so that what is left after the scan is a merge of two
+    /// runs, not a sort of all copies (`runs.rs`).
+    runs: Runs,
     /// Older copies of a key.
     pub(super) stale: Vec<Loc>,
     /// Slots a write in flight at an unclean shutdown could have torn.
@@ -111,8 +102,7 @@ impl Scan {
             found: MappedVec::new()
                 .map_err(|e| Error::io("mapping recovery's list of items", e))?,
             found_long: Vec::new(),
-            runs: Vec::new(),
-            run_len: RUN,
+            runs: Runs::new(),
             stale: Vec::new(),
             torn_slots: Vec::new(),
             repairs: Repairs::default(),
@@ -220,23 +210,22 @@ impl Scan {
                 }
             }
             // The next reads in flight, this piece's buffer among them: sort what this
-            // one added, once a run's worth.
+            // one added, once a run's worth, and merge runs for a while.
             ra.recycle(io, buf).map_err(|(at, e)| {
                 Error::io(format!("reading {} at offset {at}", path.display()), e)
             })?;
-            self.sort_run(self.run_len);
+            self.sort_run()?;
         }
         Ok(s)
     }
 
-    /// Sorts the copies found since the last run into a run of their own, if there
-    /// are at least `min` of them.
-    fn sort_run(&mut self, min: usize) {
-        let (n, sorted) = (self.found.len(), self.runs.last().copied().unwrap_or(0));
-        if n > sorted && n - sorted >= min {
-            self.found.as_mut_slice()[sorted..n].sort_unstable_by(copy_order);
-            self.runs.push(n);
-        }
+    /// Sorts the copies found since the last run into a run of their own, once a
+    /// run's worth, and merges runs in proportion to the copies found.
+    fn sort_run(&mut self) -> Result<()> {
+        self.runs.sort(&mut self.found, self.runs.run_len);
+        self.runs
+            .work(&mut self.found)
+            .map_err(|e| Error::io("merging recovery's list of items", e))
     }
 
     /// One slot, `b` its bytes at file offset `at`.
@@ -335,12 +324,14 @@ impl Scan {
     /// other copy goes to `stale` (long keys' now, short keys' as the iteration
     /// passes them: [`NewestInOrder::into_stale`]).
     pub(super) fn newest(&mut self) -> Result<Newest> {
-        self.sort_run(1);
+        let runs = self
+            .runs
+            .finish(&mut self.found)
+            .map_err(|e| Error::io("merging recovery's list of items", e))?;
         let short = std::mem::replace(
             &mut self.found,
             MappedVec::new().map_err(|e| Error::io("mapping recovery's list of items", e))?,
         );
-        let runs = std::mem::take(&mut self.runs);
         let mut long = std::mem::take(&mut self.found_long);
         long.sort_unstable_by(copy_order);
         let stale = &mut self.stale;
@@ -413,62 +404,35 @@ impl Scan {
     }
 }
 
-/// The head of a sorted run in the merge: its next copy and where that lies. Ordered
-/// so that the heap's greatest is the least copy (`BinaryHeap` is a max-heap).
-struct Head {
-    copy: Found,
-    at: usize,
-    run: usize,
-}
-
-impl PartialEq for Head {
-    fn eq(&self, o: &Head) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Head {}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, o: &Head) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Head {
-    fn cmp(&self, o: &Head) -> Ordering {
-        copy_order(&o.copy, &self.copy)
-    }
-}
-
-/// The sorted runs of the scan's copies merged, each key once (its first copy in
-/// [`copy_order`], the newest), the others' locations kept in `stale`: the same
-/// list and the same stale copies a sort of all the copies and a pass over it give.
+/// The two sorted runs `Runs::finish` leaves of the scan's copies merged, each key
+/// once (its first copy in [`copy_order`], the newest), the others' locations kept
+/// in `stale`: the same list and the same stale copies a sort of all the copies and
+/// a pass over it give. (A binary heap over the 62 runs of 2M copies, before the runs
+/// were merged during the scan, took 72 ns a copy; two cursors take a comparison.)
 pub(super) struct Merge {
     copies: MappedVec<Found>,
-    /// One past the last copy of each run.
-    ends: Vec<usize>,
-    heap: BinaryHeap<Head>,
-    last: Option<ShortKey>,
+    /// The next copy of each run and one past the first run's last.
+    a: usize,
+    a_end: usize,
+    b: usize,
+    /// The copy returned last.
+    last: Option<usize>,
     stale: Vec<Loc>,
 }
 
 impl Merge {
+    /// `ends`: where each run ends, at most two runs.
     fn new(copies: MappedVec<Found>, ends: &[usize]) -> Merge {
-        let v = copies.as_slice();
-        let mut heap = BinaryHeap::with_capacity(ends.len());
-        let mut start = 0;
-        for (run, &end) in ends.iter().enumerate() {
-            if end > start {
-                heap.push(Head {
-                    copy: v[start],
-                    at: start,
-                    run,
-                });
-            }
-            start = end;
-        }
+        assert!(
+            ends.len() <= 2,
+            "recovery merges at most two runs after its scan"
+        );
+        let a_end = ends.first().copied().unwrap_or(0);
         Merge {
             copies,
-            ends: ends.to_vec(),
-            heap,
+            a: 0,
+            a_end,
+            b: a_end,
             last: None,
             stale: Vec::new(),
         }
@@ -476,28 +440,29 @@ impl Merge {
 
     /// The next key's newest copy.
     fn next_key(&mut self) -> Option<Found> {
+        let v = self.copies.as_slice();
         loop {
-            let mut top = self.heap.peek_mut()?;
-            let copy = top.copy;
-            if top.at + 1 < self.ends[top.run] {
-                top.at += 1;
-                let v = self.copies.as_slice();
-                top.copy = v[top.at];
-                // Each run is read in order, but one run in 62 at a time: too many
-                // streams for the CPU's prefetcher, and the merge waited on memory
-                // for most copies (100 ns a copy for 2M copies in 62 runs; 50 with
-                // this, a tree of losers 63: `cargo test --release`, 2026-12-05).
-                // Ask now for the line this run needs after its next copy.
-                prefetch(&v[(top.at + 2).min(self.ends[top.run] - 1)]);
+            // The lesser head; where the runs tie on a key the newer copy comes
+            // first (`copy_order`), so the older ones follow it and are stale.
+            let at = if self.a < self.a_end
+                && (self.b >= v.len() || copy_order(&v[self.b], &v[self.a]) != Ordering::Less)
+            {
+                self.a += 1;
+                self.a - 1
+            } else if self.b < v.len() {
+                self.b += 1;
+                self.b - 1
             } else {
-                PeekMut::pop(top);
-            }
-            if self.last == Some(copy.0) {
-                self.stale.push(copy.1);
+                return None;
+            };
+            // By reference: copying the 25-byte keys about cost a stalled load
+            // each (perf, an open of 4M items, 2026-12-06).
+            if self.last.is_some_and(|l| v[l].0 == v[at].0) {
+                self.stale.push(v[at].1);
                 continue;
             }
-            self.last = Some(copy.0);
-            return Some(copy);
+            self.last = Some(at);
+            return Some(v[at]);
         }
     }
 }
@@ -541,6 +506,10 @@ impl Iterator for NewestInOrder {
     type Item = (Key, Loc);
     fn next(&mut self) -> Option<(Key, Loc)> {
         if self.head.is_none() {
+            if self.long.peek().is_none() {
+                // No long key left (YCSB has none): the short ones straight through.
+                return self.short.next_key().map(|(k, loc, _)| (k.key(), loc));
+            }
             self.head = self.short.next_key();
         }
         match (self.head, self.long.peek()) {
@@ -635,12 +604,12 @@ mod tests {
                     })
                     .collect();
                 let mut scan = Scan::new(Format::default(), false, PAGE, 1 << 20).unwrap();
-                scan.run_len = run_len;
+                scan.runs.run_len = run_len;
                 for (i, c) in copies.iter().enumerate() {
                     scan.found.push(*c).unwrap();
                     // as the scan does after each chunk (chunks of 1-10 copies here)
                     if i % (1 + rnd(10) as usize) == 0 {
-                        scan.sort_run(scan.run_len);
+                        scan.sort_run().unwrap();
                     }
                 }
                 let mut it = scan.newest().unwrap().into_iter();

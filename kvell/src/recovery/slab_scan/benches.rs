@@ -2,6 +2,7 @@
 //! it), at a worker's share of 4M items: ignored tests, run in release by name.
 
 use super::*;
+use crate::recovery::runs::RUN;
 
 /// A key like YCSB's ("user" and a number of up to 19 digits) from the next value
 /// of a xorshift generator, for the benchmarks below.
@@ -24,11 +25,14 @@ fn index_build_speed() {
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..3 {
         let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
+        let mut during = std::time::Duration::ZERO;
         for i in 0..n {
             let k = ycsb_like_key(&mut seed);
             scan.found.push((k, Loc::new(5, i as u64), 1)).unwrap();
             if i % 1024 == 1023 {
-                scan.sort_run(RUN);
+                let t = std::time::Instant::now();
+                scan.sort_run().unwrap();
+                during += t.elapsed();
             }
         }
         let t = std::time::Instant::now();
@@ -38,8 +42,8 @@ fn index_build_speed() {
         assert_eq!(index.len(), n);
         assert!(newest.into_stale().is_empty());
         eprintln!(
-            "round {round}: {n} copies in runs of {RUN} merged and indexed in {e:?} \
-             ({:.1} ns a key)",
+            "round {round}: {n} copies sorted in runs of {RUN} and merged during the \
+             scan in {during:?}, merged and indexed after it in {e:?} ({:.1} ns a key)",
             e.as_nanos() as f64 / n as f64
         );
     }
@@ -106,39 +110,51 @@ fn build_during_scan_speed() {
     }
 }
 
-/// The merge of 2M YCSB-like keys in runs of `RUN`, as recovery of 4M items
-/// gives each of 2 workers: every key once, in order, and the time it took (a
-/// benchmark, not a timed test: `cargo test --release -p kvell --lib merge_speed
-/// -- --ignored --nocapture`).
+/// The merges of 2M YCSB-like keys, as recovery of 4M items gives each of 2 workers:
+/// during the scan (runs of `RUN` sorted and merged a slice at a time, a piece of 1024
+/// copies at a time), after it the runs left merged down to two (`Runs::finish`),
+/// then those two merged into every key once, in order; the time of each (a
+/// benchmark, not a timed test: `cargo test --release -p kvell --lib merge_speed --
+/// --ignored --nocapture`).
 #[test]
 #[ignore = "benchmark: run it in release, by name"]
 fn merge_speed() {
     let n = 2_000_000usize;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut v: MappedVec<Found> = MappedVec::new().unwrap();
-    let mut ends = Vec::new();
-    for i in 0..n {
-        let k = ycsb_like_key(&mut seed);
-        v.push((k, Loc::new(3, i as u64), 1)).unwrap();
-        if (i + 1) % RUN == 0 || i + 1 == n {
-            let s = ends.last().copied().unwrap_or(0);
-            v.as_mut_slice()[s..=i].sort_unstable_by(copy_order);
-            ends.push(i + 1);
+    for round in 0..3 {
+        let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
+        let (mut during, mut longest) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+        for i in 0..n {
+            let k = ycsb_like_key(&mut seed);
+            scan.found.push((k, Loc::new(3, i as u64), 1)).unwrap();
+            if i % 1024 == 1023 {
+                let t = std::time::Instant::now();
+                scan.sort_run().unwrap();
+                during += t.elapsed();
+                longest = longest.max(t.elapsed());
+            }
         }
+        let t = std::time::Instant::now();
+        let ends = scan.runs.finish(&mut scan.found).unwrap();
+        let finish = t.elapsed();
+        let t = std::time::Instant::now();
+        let mut m = Merge::new(
+            std::mem::replace(&mut scan.found, MappedVec::new().unwrap()),
+            &ends,
+        );
+        let (mut count, mut last) = (0, None);
+        while let Some(c) = m.next_key() {
+            assert!(last < Some(c.0), "keys in order, each once");
+            last = Some(c.0);
+            count += 1;
+        }
+        let e = t.elapsed();
+        assert_eq!(count, n);
+        eprintln!(
+            "round {round}: during the scan {during:?} (sorts and merges, the longest \
+             turn {longest:?}); after it \
+             {finish:?} to merge down to two runs, {e:?} ({:.1} ns a copy) to merge them",
+            e.as_nanos() as f64 / n as f64
+        );
     }
-    let t = std::time::Instant::now();
-    let mut m = Merge::new(v, &ends);
-    let (mut count, mut last) = (0, None);
-    while let Some(c) = m.next_key() {
-        assert!(last < Some(c.0), "keys in order, each once");
-        last = Some(c.0);
-        count += 1;
-    }
-    let e = t.elapsed();
-    assert_eq!(count, n);
-    eprintln!(
-        "{} runs of {RUN} copies merged in {e:?} ({:.1} ns a copy)",
-        ends.len(),
-        e.as_nanos() as f64 / n as f64
-    );
 }
