@@ -23,6 +23,26 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The value of `[SECTION], Name, value` in a YCSB summary.
+pub fn metric(out: &str, section: &str, name: &str) -> Option<f64> {
+    out.lines()
+        .filter(|l| l.starts_with(&format!("[{section}], {name},")))
+        .filter_map(|l| l.rsplit(',').next()?.trim().parse().ok())
+        .next_back()
+}
+
+/// `o` failed with a message containing `needle`, without a panic.
+pub fn assert_clean_error(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert!(
+        !o.status.success(),
+        "expected failure, got success: {}",
+        stdout(o)
+    );
+    assert!(e.contains(needle), "stderr lacks '{needle}': {e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
 pub struct Tmp(pub PathBuf);
 impl Tmp {
     pub fn new(label: &str) -> Tmp {
