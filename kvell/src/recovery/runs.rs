@@ -45,14 +45,10 @@ pub(super) struct Runs {
     peak: usize,
 }
 
-/// A merge under way of the runs `left` and `left + 1`.
+/// A merge under way of the runs `left` and `left + 1` (where they lie is in `ends`,
+/// which changes past them only).
 struct Job {
     left: usize,
-    /// Where the left run begins (and the merged run), where the right one begins and
-    /// one past its end.
-    start: usize,
-    mid: usize,
-    end: usize,
     /// The left run's next copy (in the scratch vector) and the right run's.
     i: usize,
     j: usize,
@@ -120,19 +116,14 @@ impl Runs {
 
     /// Starts merging runs `left` and `left + 1`.
     fn start(&mut self, left: usize) -> io::Result<()> {
-        let start = if left == 0 { 0 } else { self.ends[left - 1] };
-        let (mid, end) = (self.ends[left], self.ends[left + 1]);
         match &mut self.scratch {
             Some(s) => s.truncate(0),
             None => self.scratch = Some(MappedVec::new()?),
         }
         self.job = Some(Job {
             left,
-            start,
-            mid,
-            end,
             i: 0,
-            j: mid,
+            j: self.ends[left],
         });
         Ok(())
     }
@@ -148,11 +139,16 @@ impl Runs {
     fn step(&mut self, found: &mut MappedVec<Found>, budget: usize) -> io::Result<usize> {
         let job = self.job.as_mut().expect("a merge under way");
         let scratch = self.scratch.as_mut().expect("the scratch of a merge");
-        let (start, a_len) = (job.start, job.mid - job.start);
+        let (start, mid, end) = (
+            begin(&self.ends, job.left),
+            self.ends[job.left],
+            self.ends[job.left + 1],
+        );
+        let a_len = mid - start;
         // The merged copies lie at start..out, the right run's not yet taken at j..end,
         // and out = start + i + (j - mid) <= j: a write never passes a copy not read;
         // the left run's copies are saved before the writes reach them.
-        let mut out = start + job.i + (job.j - job.mid);
+        let mut out = start + job.i + (job.j - mid);
         let saved = (out - start).saturating_add(budget).min(a_len);
         if scratch.len() < saved {
             let from = start + scratch.len();
@@ -166,7 +162,7 @@ impl Runs {
         let v = found.as_mut_slice();
         let mut moved = 0;
         while moved < budget && job.i < a_len {
-            if job.j < job.end && copy_order(&v[job.j], &a[job.i]) == Ordering::Less {
+            if job.j < end && copy_order(&v[job.j], &a[job.i]) == Ordering::Less {
                 v[out] = v[job.j];
                 job.j += 1;
             } else {
@@ -190,7 +186,7 @@ impl Runs {
 /// The rightmost two adjacent runs whose left run is no longer than its right one
 /// (so at most half of all copies).
 fn counter_pair(ends: &[usize]) -> Option<usize> {
-    let len = |r: usize| ends[r] - if r == 0 { 0 } else { ends[r - 1] };
+    let len = |r: usize| ends[r] - begin(ends, r);
     (0..ends.len().saturating_sub(1))
         .rev()
         .find(|&r| len(r) <= len(r + 1))
@@ -202,14 +198,18 @@ fn counter_pair(ends: &[usize]) -> Option<usize> {
 /// or fewer.
 fn smallest_pair(ends: &[usize]) -> Option<usize> {
     let total = ends.last().copied().unwrap_or(0);
-    let start = |r: usize| if r == 0 { 0 } else { ends[r - 1] };
     (ends.len() > 2)
         .then(|| {
             (0..ends.len() - 1)
-                .filter(|&r| 2 * (ends[r] - start(r)) <= total)
-                .min_by_key(|&r| ends[r + 1] - start(r))
+                .filter(|&r| 2 * (ends[r] - begin(ends, r)) <= total)
+                .min_by_key(|&r| ends[r + 1] - begin(ends, r))
         })
         .flatten()
+}
+
+/// Where run `r` begins.
+fn begin(ends: &[usize], r: usize) -> usize {
+    if r == 0 { 0 } else { ends[r - 1] }
 }
 
 #[cfg(test)]

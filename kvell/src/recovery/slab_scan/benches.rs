@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::recovery::runs::RUN;
+use std::time::{Duration, Instant};
 
 /// A key like YCSB's ("user" and a number of up to 19 digits) from the next value
 /// of a xorshift generator, for the benchmarks below.
@@ -12,6 +13,25 @@ fn ycsb_like_key(seed: &mut u64) -> ShortKey {
     *seed ^= *seed << 17;
     let key = format!("user{}", *seed % 10_000_000_000_000_000_000);
     ShortKey::new(key.as_bytes()).unwrap()
+}
+
+/// A scan's copies of `n` YCSB-like keys in slots of `class`, gathered as the scan
+/// gathers them (a piece of 1024 at a time, each followed by the scan's sort and
+/// merge work), with the time of that work and its longest turn.
+fn scanned(n: usize, seed: &mut u64, class: usize) -> (Scan, Duration, Duration) {
+    let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
+    let (mut during, mut longest) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..n {
+        let k = ycsb_like_key(seed);
+        scan.found.push((k, Loc::new(class, i as u64), 1)).unwrap();
+        if i % 1024 == 1023 {
+            let t = Instant::now();
+            scan.sort_run().unwrap();
+            during += t.elapsed();
+            longest = longest.max(t.elapsed());
+        }
+    }
+    (scan, during, longest)
 }
 
 /// What recovery does after its scan, without repairs: the runs of 2M YCSB-like
@@ -24,18 +44,8 @@ fn index_build_speed() {
     let n = 2_000_000usize;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..3 {
-        let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
-        let mut during = std::time::Duration::ZERO;
-        for i in 0..n {
-            let k = ycsb_like_key(&mut seed);
-            scan.found.push((k, Loc::new(5, i as u64), 1)).unwrap();
-            if i % 1024 == 1023 {
-                let t = std::time::Instant::now();
-                scan.sort_run().unwrap();
-                during += t.elapsed();
-            }
-        }
-        let t = std::time::Instant::now();
+        let (mut scan, during, _) = scanned(n, &mut seed, 5);
+        let t = Instant::now();
         let mut newest = scan.newest().unwrap().into_iter();
         let index = crate::index::Index::from_sorted(&mut newest);
         let e = t.elapsed();
@@ -77,7 +87,7 @@ fn build_during_scan_speed() {
     };
     for round in 0..3 {
         let all = sorted(&found);
-        let t = std::time::Instant::now();
+        let t = Instant::now();
         let index = crate::index::Index::from_sorted(all.iter().map(|(k, l)| (k.key(), *l)));
         let whole = t.elapsed();
         assert_eq!(index.len(), all.len());
@@ -90,11 +100,11 @@ fn build_during_scan_speed() {
         for share in [0.6, 0.8, 0.9] {
             let first = (n as f64 * share) as usize;
             let head = sorted(&found[..first]);
-            let t = std::time::Instant::now();
+            let t = Instant::now();
             let mut index =
                 crate::index::Index::from_sorted(head.iter().map(|(k, l)| (k.key(), *l)));
             let build = t.elapsed();
-            let t = std::time::Instant::now();
+            let t = Instant::now();
             for (k, l) in &found[first..] {
                 index.upsert(k.key().as_bytes(), |old| old.is_none().then_some(*l));
             }
@@ -122,22 +132,11 @@ fn merge_speed() {
     let n = 2_000_000usize;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     for round in 0..3 {
-        let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
-        let (mut during, mut longest) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
-        for i in 0..n {
-            let k = ycsb_like_key(&mut seed);
-            scan.found.push((k, Loc::new(3, i as u64), 1)).unwrap();
-            if i % 1024 == 1023 {
-                let t = std::time::Instant::now();
-                scan.sort_run().unwrap();
-                during += t.elapsed();
-                longest = longest.max(t.elapsed());
-            }
-        }
-        let t = std::time::Instant::now();
+        let (mut scan, during, longest) = scanned(n, &mut seed, 3);
+        let t = Instant::now();
         let ends = scan.runs.finish(&mut scan.found).unwrap();
         let finish = t.elapsed();
-        let t = std::time::Instant::now();
+        let t = Instant::now();
         let mut m = Merge::new(
             std::mem::replace(&mut scan.found, MappedVec::new().unwrap()),
             &ends,
