@@ -50,3 +50,15 @@ ensure_build_deps() {
         ensure_apt libwiredtiger-dev || say "libwiredtiger-dev could not be installed: the build goes on without WiredTiger"
     fi
 }
+
+# Ours in the configuration the authors' C KVell runs in (scripts/kvell-vs-c,
+# scripts/kvell-vs-c-pairs): RECORDS items of 1 KiB (980-byte values: 16-byte header +
+# 4-byte checksum + keys of up to 24 bytes = 1024, 4 per page as the C code's items),
+# 2 workers, queue depth and batch 64 per worker, QD requests in flight, a memory
+# budget of a third of the data. Sets the array KVELL_C_ARGS.
+#   kvell_c_args RECORDS QD
+kvell_c_args() {
+    KVELL_C_ARGS=(-p recordcount="$1" -p fieldcount=1 -p fieldlength=980
+        -p kvell.workers=2 -p kvell.queue_depth=64 -p kvell.batch=64
+        --qd "$2" --memory $(( $1 * 1024 / 3 )))
+}
