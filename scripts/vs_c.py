@@ -1,0 +1,42 @@
+"""What scripts/kvell-vs-c and scripts/kvell-vs-c-pairs both read from result files
+(imported by their embedded Python, run from the repository root): the device probe's
+best rate, the ceiling model, a run's device I/O rate and the host's steal."""
+import json
+
+
+def best(path, pattern, key="iops"):
+    """The best `key` of a `ycsb device` result over the probed depths of `pattern`."""
+    try:
+        pts = json.load(open(path))["points"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return max((p[key] for p in pts if p["pattern"] == pattern), default=None)
+
+
+def share(iops, read_fraction, reads, writes):
+    """I/Os per second over the probe's ceiling at that read fraction: the probe's random
+    reads and writes per second mixed harmonically, as ycsb's own ceiling
+    (schema/src/device.rs, `mix_iops`)."""
+    if iops is None or read_fraction is None or not reads or not writes:
+        return None
+    return iops * (read_fraction / reads + (1 - read_fraction) / writes)
+
+
+def device_rate(ph):
+    """A phase's device I/Os per operation, per second, and its read fraction (the
+    whole-device counters over the phase's own seconds)."""
+    d = ph.get("device") or {}
+    ios = (d.get("reads") or 0) + (d.get("writes") or 0)
+    secs = ph.get("runtime_ms", 0) / 1000
+    return (d.get("ios_per_op"), ios / secs if secs > 0 and d else None,
+            (d.get("reads") or 0) / ios if ios else None)
+
+
+def steal(ph):
+    """The host's steal over a phase, in cores (/proc/stat: time the hypervisor gave this
+    VM's CPUs to others while it wanted them), from its per-second timeline."""
+    tl = [x for x in ph.get("timeline") or [] if not x.get("warmup")]
+    secs = ph.get("runtime_ms", 0) / 1000
+    if not tl or secs <= 0 or any("steal_s" not in x for x in tl):
+        return None
+    return sum(x["steal_s"] for x in tl) / secs
