@@ -1,6 +1,6 @@
 """What scripts/kvell-vs-c and scripts/kvell-vs-c-pairs both read from result files
 (imported by their embedded Python, run from the repository root): the device probe's
-best rate, the ceiling model, a run's device I/O rate and the host's steal."""
+best rate, the ceiling model, a run's device I/O rate, its CPU and the host's steal."""
 import json
 
 
@@ -40,3 +40,20 @@ def steal(ph):
     if not tl or secs <= 0 or any("steal_s" not in x for x in tl):
         return None
     return sum(x["steal_s"] for x in tl) / secs
+
+
+def cpu(ph):
+    """A phase's CPU per operation (us) and cores used: the whole process's user and
+    system time over the phase's own seconds, the driver included (as scripts/c-kvell
+    counts the C process, its injector included)."""
+    secs = ph.get("runtime_ms", 0) / 1000
+    total = (ph.get("cpu_user_s") or 0) + (ph.get("cpu_sys_s") or 0)
+    if "cpu_user_s" not in ph or secs <= 0:
+        return None, None
+    return ph.get("cpu_us_per_op"), total / secs
+
+
+def c_cpu(d):
+    """The C process's CPU per operation (us) and cores over a phase, as scripts/c-kvell
+    records it (since 2026-12-07; None before)."""
+    return (d or {}).get("us_per_op"), (d or {}).get("cores")
