@@ -57,3 +57,17 @@ def c_cpu(d):
     """The C process's CPU per operation (us) and cores over a phase, as scripts/c-kvell
     records it (since 2026-12-07; None before)."""
     return (d or {}).get("us_per_op"), (d or {}).get("cores")
+
+
+def updates(runs):
+    """How ours' YCSB updates were sent in these runs (their properties): one request
+    writing the whole record, as the C code's benchmark updates (writeallfields=true,
+    scripts/lib.sh since 2026-12-07), or YCSB's default, a get then the write."""
+    modes = {str((d.get("properties") or {}).get("writeallfields", "false")).lower() == "true" for d in runs}
+    if modes == {True}:
+        return ("Ours' YCSB updates: one request each, writing the whole record (writeallfields=true), "
+                "as the C code's benchmark updates")
+    if modes == {False}:
+        return ("Ours' YCSB updates: a get through the API, then the write (writeallfields=false, YCSB's "
+                "default), two requests where the C code's benchmark sends one")
+    return "Ours' YCSB updates: sent both ways in these runs (writeallfields differs)"
