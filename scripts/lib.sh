@@ -55,7 +55,9 @@ ensure_build_deps() {
 # scripts/kvell-vs-c-pairs): RECORDS items of 1 KiB (980-byte values: 16-byte header +
 # 4-byte checksum + keys of up to 24 bytes = 1024, 4 per page as the C code's items),
 # 2 workers, queue depth and batch 64 per worker, QD requests in flight, a memory
-# budget of a third of the data. Sets the array KVELL_C_ARGS.
+# budget of a third of the data. Sets the array KVELL_C_ARGS; without QD, no --qd (the
+# caller gives one per command). Every script of the C configuration takes its
+# settings from here (kvell-vs-c, kvell-vs-c-pairs, kvell-tail, kvell-ceiling, kvell-ab).
 # Updates are one request each, the whole record written (writeallfields=true), as
 # the C code's benchmark updates (`kv_update_async`: one request, the worker reads the
 # page itself when it is not cached). YCSB's default (a one-field update reads the
@@ -63,9 +65,10 @@ ensure_build_deps() {
 # here, since a record is one field, but made ours answer a get and send its value
 # back to the driver before each update; decided 2026-12-07, when the C code's CPU
 # per operation was first measured (results/kvell-4m-ab/one-request-updates).
-#   kvell_c_args RECORDS QD
+#   kvell_c_args RECORDS [QD]
 kvell_c_args() {
     KVELL_C_ARGS=(-p recordcount="$1" -p fieldcount=1 -p fieldlength=980 -p writeallfields=true
         -p kvell.workers=2 -p kvell.queue_depth=64 -p kvell.batch=64
-        --qd "$2" --memory $(( $1 * 1024 / 3 )))
+        --memory $(( $1 * 1024 / 3 )))
+    [ -z "${2:-}" ] || KVELL_C_ARGS+=(--qd "$2")
 }
