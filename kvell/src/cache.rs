@@ -126,6 +126,13 @@ impl PageCache {
         PageCache::alloc(cap, cap, true)
     }
 
+    /// As [`PageCache::new`], but no frame is touched yet: `fill_beside` makes them
+    /// resident after the open (`kvell.cache_setup=after`).
+    pub fn untouched(bytes: u64) -> Result<PageCache> {
+        let cap = (bytes / PAGE as u64).clamp(16, u32::MAX as u64 / 2) as u32;
+        PageCache::alloc(cap, 0, true)
+    }
+
     /// A cache of `cap` frames (at least 16) under a memory budget, which may hold
     /// `limit` of them now: frames up to the limit are touched as in
     /// [`PageCache::new`], the others stay out of memory. Its frames are 4 KiB pages

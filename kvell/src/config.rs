@@ -26,6 +26,28 @@ pub enum Mode {
     Flush,
 }
 
+/// When a worker's page-cache frames are made resident (`kvell.cache_setup`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheSetup {
+    /// During the open, by a helper thread beside recovery's scan, as the authors'
+    /// C code memsets its cache inside the recovery time it reports (the default;
+    /// under a budget, as many frames as recovery leaves room for, the rest after).
+    Open,
+    /// After the open, by a helper thread in the idle scheduling class while the
+    /// worker already serves (`PageCache::fill_beside`): the open does none of the
+    /// kernel's zeroing, and the first requests run beside it.
+    After,
+}
+
+impl CacheSetup {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheSetup::Open => "open",
+            CacheSetup::After => "after",
+        }
+    }
+}
+
 /// Which I/O backend the workers use.
 #[derive(Clone)]
 pub enum IoMode {
@@ -81,6 +103,8 @@ pub struct Config {
     /// unclean shutdown takes a slot that fails its checks for a torn write only where
     /// a write of this unit could have torn it; anything else is `Corruption`.
     pub atomic_write: usize,
+    /// When the page cache's frames are made resident (`kvell.cache_setup`).
+    pub cache_setup: CacheSetup,
     /// Options as given (for EngineInfo), when built from options.
     pub settings: Vec<(String, String)>,
 }
@@ -104,6 +128,7 @@ impl Config {
             scan_in_flight: 64,
             checksum: true,
             atomic_write: PAGE,
+            cache_setup: CacheSetup::Open,
             settings: Vec::new(),
         }
     }
@@ -148,6 +173,13 @@ impl Config {
         c.atomic_write = match o.choice("atomic_write", "4096", &["4096", "512"])?.as_str() {
             "512" => 512,
             _ => PAGE,
+        };
+        c.cache_setup = match o
+            .choice("cache_setup", "open", &["open", "after"])?
+            .as_str()
+        {
+            "after" => CacheSetup::After,
+            _ => CacheSetup::Open,
         };
         o.finish()?;
         c.settings = o.resolved();
@@ -264,6 +296,7 @@ impl Config {
             ("scan_in_flight".into(), self.scan_in_flight.to_string()),
             ("checksum".into(), self.checksum.to_string()),
             ("atomic_write".into(), self.atomic_write.to_string()),
+            ("cache_setup".into(), self.cache_setup.name().into()),
         ];
         let mut notes = Vec::new();
         match (self.memory, self.budget()) {

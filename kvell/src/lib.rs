@@ -29,7 +29,7 @@ mod stats;
 mod wake;
 mod worker;
 
-pub use config::{Config, IoMode, LIMITS, Mode};
+pub use config::{CacheSetup, Config, IoMode, LIMITS, Mode};
 pub use engine::{Kvell, KvellAsync};
 pub use io::sim::{Crash, SimDisk};
 

@@ -155,6 +155,14 @@ fn options_are_checked() {
         kvell::open_engine(&o),
         Err(Error::InvalidArgument(_))
     ));
+    let o = kvapi::Options::new("kvell", &[("dir", &p), ("cache_setup", "later")]);
+    let err = kvell::open_engine(&o)
+        .err()
+        .expect("a bad cache_setup accepted");
+    assert!(
+        err.to_string().contains("cache_setup") && err.to_string().contains("open, after"),
+        "{err}"
+    );
     // several directories, workers in contiguous blocks
     let d2 = TempDir::new("kvell-opts2");
     let dirs = format!("{},{}", p, d2.path().display());

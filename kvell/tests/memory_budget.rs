@@ -11,7 +11,7 @@
 )]
 
 use kvapi::{Engine, Request};
-use kvell::{Config, IoMode, Kvell, SimDisk};
+use kvell::{CacheSetup, Config, IoMode, Kvell, SimDisk};
 use kvtestkit::child::{ChildRun, mib, proc_status, run_ignored};
 use kvtestkit::conformance::TempDir;
 use std::path::Path;
@@ -102,6 +102,78 @@ fn the_page_cache_gives_way_to_the_index() {
     assert!(index2 < index1 / 2, "index {index1} -> {index2}");
     assert!(cache2 > cache1, "the cache grew back: {cache1} -> {cache2}");
     assert!(held(&kv) <= budget);
+    kv.close().unwrap();
+}
+
+/// Waits until the page cache's helper has made its frames resident after the open
+/// (`cache_fill_beside_us` set: the fill ended), at most 60 s.
+fn fill_ended(kv: &Kvell) {
+    let t = std::time::Instant::now();
+    while gauge(kv, "cache_fill_beside_us") == 0 {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(60),
+            "the page cache's fill did not end"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// `kvell.cache_setup=after` makes every frame resident after the open instead of
+/// beside recovery: reopened either way, the same data reads back and, once the
+/// helper has ended, the cache holds what the budget leaves (within a few frames of
+/// the default's), inside the budget; without a budget, the whole fixed cache.
+#[test]
+fn cache_setup_after_fills_the_cache_after_the_open() {
+    let dir = TempDir::new("kvell-cache-after");
+    let disk = SimDisk::new();
+    let budget = 3u64 << 20;
+    let cfg = |setup: CacheSetup, memory: Option<u64>| {
+        let mut c = Config::new(dir.path());
+        c.io = IoMode::Sim(disk.clone());
+        c.workers = 1;
+        c.memory = memory;
+        c.cache_bytes = 1 << 20;
+        c.cache_setup = setup;
+        c
+    };
+    let n = 5_000u64;
+    let kv = Kvell::open(cfg(CacheSetup::Open, Some(budget))).unwrap();
+    for i in 0..n {
+        kv.insert(&key(i), &value(i, 40)).unwrap();
+    }
+    kv.close().unwrap();
+    let mut resident = Vec::new();
+    for setup in [CacheSetup::Open, CacheSetup::After] {
+        let kv = Kvell::open(cfg(setup, Some(budget))).unwrap();
+        let said = kv
+            .info()
+            .settings
+            .into_iter()
+            .find(|(k, _)| k == "cache_setup");
+        assert_eq!(said, Some(("cache_setup".into(), setup.name().into())));
+        for i in (0..n).step_by(11) {
+            assert_eq!(kv.get(&key(i)).unwrap(), Some(value(i, 40)), "item {i}");
+        }
+        fill_ended(&kv);
+        let cache = gauge(&kv, "memory.page_cache");
+        assert!(
+            held(&kv) <= budget,
+            "{setup:?}: {} over {budget}",
+            held(&kv)
+        );
+        resident.push(cache);
+        kv.close().unwrap();
+    }
+    let (open, after) = (resident[0], resident[1]);
+    assert!(
+        open > budget / 2 && after + 8 * 4096 >= open && after <= open + 8 * 4096,
+        "resident cache after the fill: {open} bytes (open), {after} (after)"
+    );
+    // No budget: the fixed cache, all of it made resident after the open.
+    let kv = Kvell::open(cfg(CacheSetup::After, None)).unwrap();
+    assert_eq!(kv.get(&key(7)).unwrap(), Some(value(7, 40)));
+    fill_ended(&kv);
+    assert_eq!(gauge(&kv, "memory.page_cache"), 1 << 20);
     kv.close().unwrap();
 }
 
