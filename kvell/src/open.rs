@@ -234,9 +234,9 @@ fn open_worker(
         //
         // With `kvell.cache_setup=after` the first step makes nothing resident (the
         // cache's least, `budget::MIN_FRAMES`, is touched in its place) and the second
-        // does it all, after the open. Beside the scan the kernel's zeroing slowed it
-        // by more than the zeroing's own time on the development VM: opens of 4M items
-        // alternating the two settings, results/kvell-4m-ab/cache-setup.
+        // does it all, after the open: the open shorter in most of the alternating
+        // opens of 4M items, the requests after it slower, their tail longer
+        // (results/kvell-4m-ab/cache-setup/README.md), so it is not the default.
         Some(b) => {
             let cap = b.cache_frames();
             let bound = recovery_bound(&dir, w, cfg.recovery_piece());
