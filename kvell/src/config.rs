@@ -40,6 +40,8 @@ pub enum CacheSetup {
 }
 
 impl CacheSetup {
+    pub const ALL: [CacheSetup; 2] = [CacheSetup::Open, CacheSetup::After];
+
     pub fn name(self) -> &'static str {
         match self {
             CacheSetup::Open => "open",
@@ -174,13 +176,15 @@ impl Config {
             "512" => 512,
             _ => PAGE,
         };
-        c.cache_setup = match o
-            .choice("cache_setup", "open", &["open", "after"])?
-            .as_str()
-        {
-            "after" => CacheSetup::After,
-            _ => CacheSetup::Open,
-        };
+        let setup = o.choice(
+            "cache_setup",
+            "open",
+            &CacheSetup::ALL.map(CacheSetup::name),
+        )?;
+        c.cache_setup = CacheSetup::ALL
+            .into_iter()
+            .find(|s| s.name() == setup)
+            .unwrap_or(CacheSetup::Open);
         o.finish()?;
         c.settings = o.resolved();
         c.validate()?;
