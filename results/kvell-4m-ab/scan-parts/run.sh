@@ -12,18 +12,20 @@
 #   read+2   `read` with two spinning processes at nice 19 beside it (both vCPUs busy;
 #            the workers still get the CPU when they need it)
 # and the probe's sequential read (`ycsb device --patterns seqread`) once a round.
-#   run.sh YCSB_PROBE_BUILD YCSB DATA_DIR PROBE_DIR [ROUNDS]
+#   run.sh YCSB_PROBE_BUILD YCSB DATA_DIR PROBE_DIR [ROUNDS] [OUT_DIR]
+# (OUT_DIR, default beside this script, gets raw.txt and summary.md)
 # DATA_DIR: a 4M-item load (`ycsb load -w C --engine kvell --fresh` with scripts/lib.sh's
 # kvell_c_args 4000000 512); PROBE_DIR: a directory a `ycsb device --keep` left a
 # probe file of 4 GiB in.
 set -euo pipefail
 probe_build=$1; ycsb=$2; data=$3; probe_dir=$4; rounds=${5:-3}
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../../../scripts/lib.sh"
+script_dir=$(cd "$(dirname "$0")" && pwd)
+here=$(mkdir -p "${6:-$script_dir}" && cd "${6:-$script_dir}" && pwd)
+. "$script_dir/../../../scripts/lib.sh"
 kvell_c_args 4000000 512
 raw="$here/raw.txt"
 {
-    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$here" rev-parse HEAD) plus probe.patch, $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r)"
+    echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$script_dir" rev-parse HEAD) plus probe.patch, $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r)"
     echo "# run.sh $*"
 } > "$raw"
 open_once() { # mode env...
