@@ -65,7 +65,8 @@ pub struct DeviceProbe {
     /// Sequential O_DIRECT write bandwidth while filling the file (1 MiB writes, QD 1).
     pub fill_mib_per_s: f64,
     /// Where reads land, when not in each I/O slot's own buffer as fio's do
-    /// (`ycsb device --read-into` or `--copy-into`); empty otherwise and in older files.
+    /// (`ycsb device --read-into` or `--copy-into`), or that every read was
+    /// checksummed (`--check-reads`); empty otherwise and in older files.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub buffers: String,
     /// The pages of the I/O slots' buffers: `2 MiB` (transparent huge pages asked

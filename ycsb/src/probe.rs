@@ -42,7 +42,8 @@ pub struct ProbeConfig {
     /// Use the file as it is if it is at least `file_bytes` long, instead of writing
     /// it first (the fill bandwidth is then reported as 0).
     pub reuse: bool,
-    /// Where the random points' reads land.
+    /// Where the random points' reads land ([`Buffers::Checked`]: every point's
+    /// reads, the sequential ones' too, checksummed where they land).
     pub buffers: Buffers,
     /// Cores of CPU the process is held at while each point runs, the probe's own
     /// threads included (`ycsb device --cpu-load`); `None`: the probe alone.
@@ -180,7 +181,8 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
             read_fraction: c.mixed_read_fraction,
             secs: c.seconds,
             jobs,
-            buffers: if pat.starts_with("seq") {
+            // a sequential point reads into its own buffers, checked or not
+            buffers: if pat.starts_with("seq") && c.buffers != Buffers::Checked {
                 Buffers::Own
             } else {
                 c.buffers

@@ -47,13 +47,19 @@ pub(super) struct DeviceArgs {
     /// Reads of the random patterns land in random 4 KiB frames of a region of this
     /// size (split over the rings), as in a page cache read into directly (the
     /// authors' C KVell), instead of each I/O slot's own buffer (fio); e.g. 1300M.
-    #[arg(long, conflicts_with = "copy_into")]
+    #[arg(long, conflicts_with_all = ["copy_into", "check_reads"])]
     pub(super) read_into: Option<String>,
     /// Reads of the random patterns land in each slot's own buffer and are then
     /// copied into a random 4 KiB frame of a region of this size (split over the
     /// rings), as this project's KVell does with its page cache.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "check_reads")]
     pub(super) copy_into: Option<String>,
+    /// Checksum every read's bytes (CRC32, as KVell's recovery checks every item it
+    /// scans) when it completes, sequential points included: the disk's rate for a
+    /// reader that looks at what it read. On the development VM reading the bytes
+    /// slowed the disk's sequential reads themselves (results/kvell-4m-ab/scan-rotation).
+    #[arg(long)]
+    pub(super) check_reads: bool,
     /// Hold this process's CPU use at this many cores while each point runs, the
     /// probe's own threads included, with spinning threads: the disk measured with the
     /// CPUs as busy as an engine's run kept them (the run's CPU seconds over its
@@ -118,6 +124,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
     let buffers = match (&a.read_into, &a.copy_into) {
         (Some(v), _) => probe::Buffers::ReadInto(region("read-into", v)?),
         (None, Some(v)) => probe::Buffers::CopyInto(region("copy-into", v)?),
+        (None, None) if a.check_reads => probe::Buffers::Checked,
         (None, None) => probe::Buffers::Own,
     };
     std::fs::create_dir_all(&a.data).map_err(|e| Error::io_at("cannot create", &a.data, e))?;
@@ -163,7 +170,9 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         slot_pages: if a.small_pages { "4 KiB" } else { "2 MiB" }.into(),
         points,
     };
-    if !report.buffers.is_empty() {
+    if buffers == probe::Buffers::Checked {
+        println!("# every pattern's {}", report.buffers);
+    } else if !report.buffers.is_empty() {
         println!("# random patterns' {}", report.buffers);
     }
     if let Some(c) = a.cpu_load {

@@ -317,7 +317,11 @@ mod tests {
             }
         }
         // reads landing in a region (directly or copied there) are counted the same
-        for buffers in [Buffers::ReadInto(1 << 20), Buffers::CopyInto(1 << 20)] {
+        for buffers in [
+            Buffers::ReadInto(1 << 20),
+            Buffers::CopyInto(1 << 20),
+            Buffers::Checked,
+        ] {
             for pattern in ["randread", "mixed"] {
                 let p = measure_point(&f, 16 << 20, &spec(pattern, 2, 0.05, buffers), &mut rng)
                     .unwrap();
@@ -352,6 +356,17 @@ mod tests {
         );
         assert_eq!(Buffers::Own.per_ring(2), Buffers::Own);
         assert!(Buffers::Own.describe().is_empty());
+        assert_eq!(Buffers::Checked.per_ring(2), Buffers::Checked);
+        assert!(Buffers::Checked.describe().contains("checksummed"));
+        // checked sequential reads are counted as the plain ones
+        let p = measure_point(
+            &f,
+            16 << 20,
+            &spec("seqread", 1, 0.05, Buffers::Checked),
+            &mut rng,
+        )
+        .unwrap();
+        assert!(p.iops > 0.0 && p.read_fraction == 1.0, "{p:?}");
         assert!(Buffers::ReadInto(4096).describe().contains("4096 bytes"));
         let bad = spec("sideways", 1, 0.01, Buffers::Own);
         assert!(measure_point(&f, 16 << 20, &bad, &mut rng).is_err());

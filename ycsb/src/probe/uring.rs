@@ -78,6 +78,11 @@ pub enum Buffers {
     /// The slot's own buffer, then copied into a random 4 KiB frame of a region of
     /// this many bytes (all rings together) when the read completes.
     CopyInto(u64),
+    /// The slot's own buffer, each read's bytes then checksummed (CRC32, as
+    /// recovery's scan checks every item it reads) when it completes: the disk's rate
+    /// for a reader that looks at every byte it read. On the development VM that costs
+    /// the reads themselves, not only the CPU (results/kvell-4m-ab/scan-rotation).
+    Checked,
 }
 
 impl Buffers {
@@ -86,6 +91,7 @@ impl Buffers {
         let n = rings.max(1) as u64;
         match self {
             Buffers::Own => Buffers::Own,
+            Buffers::Checked => Buffers::Checked,
             Buffers::ReadInto(b) => Buffers::ReadInto(b / n),
             Buffers::CopyInto(b) => Buffers::CopyInto(b / n),
         }
@@ -95,6 +101,9 @@ impl Buffers {
     pub fn describe(self) -> String {
         match self {
             Buffers::Own => String::new(),
+            Buffers::Checked => {
+                "reads into each slot's own buffer, every read's bytes checksummed (CRC32) when it completes".into()
+            }
             Buffers::ReadInto(b) => format!(
                 "reads into random 4 KiB frames of {b} bytes (split over the rings), as a page cache read into directly"
             ),
@@ -106,7 +115,7 @@ impl Buffers {
 
     fn region(self) -> u64 {
         match self {
-            Buffers::Own => 0,
+            Buffers::Own | Buffers::Checked => 0,
             Buffers::ReadInto(b) | Buffers::CopyInto(b) => b,
         }
     }
@@ -291,6 +300,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         in_flight += 1;
     }
     let (mut done, mut reads) = (0u64, 0u64);
+    let mut sum = 0u32;
     let mut t_end = t0;
     while in_flight > 0 {
         sq.sync();
@@ -335,6 +345,12 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
                     std::ptr::copy_nonoverlapping(base.add(slot * block), r.add(to), block);
                 }
             }
+            if let (Buffers::Checked, 1) = (buffers, ud >> 32) {
+                // SAFETY: the slot's read has completed, so the kernel no longer writes
+                // its buffer, which lies inside `bufs` (slot < qd).
+                let read = unsafe { std::slice::from_raw_parts(base.add(slot * block), block) };
+                sum ^= crc32fast::hash(read);
+            }
             hist.saturating_record(now.duration_since(starts[slot]).as_nanos().max(1) as u64);
             done += 1;
             t_end = now;
@@ -361,6 +377,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
     }
     drop((submitter, sq, cq));
     drop(region);
+    std::hint::black_box(sum);
     let (buf_bytes, huge_bytes) = (bufs.capacity() as u64, bufs.huge_bytes());
     if let Some(e) = failed {
         return Err(e);
