@@ -17,7 +17,7 @@ for i in $(seq "$pairs"); do
         flag=(); [ "$c" = checked ] && flag=(--check-reads)
         "$ycsb" device --data "$probe_dir" --size 4G --qds 8 --patterns seqread --jobs 1,2 \
             --seconds 2 --keep --reuse "${flag[@]}" --out "$here/.p.json" >/dev/null
-        row+=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points'][0]; print(f\" {p['mib_per_s']:.0f} ({p.get('jobs')}, {p.get('cpu_cores', 0):.2f}) |\", end='')" "$here/.p.json")
+        row+=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['points'][0]; print(f\" {p['mib_per_s']:.0f} ({p.get('jobs')}, {p.get('cpu_cores', 0):.2f}, {p['lat_mean_us'] / 1000:.2f}) |\", end='')" "$here/.p.json")
     done
     rows+=("$row")
 done
@@ -29,7 +29,7 @@ rm -f "$here/.p.json"
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), ycsb at commit $commit, $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), kernel $(uname -r)."
     echo "\`probe-pairs.sh $*\` (beside this file): \`ycsb device --patterns seqread --qds 8 --jobs 1,2 --seconds 2\` on a 4 GiB probe file, plainly, then with \`--check-reads\` (each read's bytes checksummed, CRC32, when it completes), alternating."
     echo
-    echo "| pair | plain MiB/s (rings, cores) | checked MiB/s (rings, cores) |"
+    echo "| pair | plain MiB/s (rings, cores, mean ms a read) | checked MiB/s (rings, cores, mean ms a read) |"
     echo "| ---: | ---: | ---: |"
     printf '%s\n' "${rows[@]}"
 } > "$out"
