@@ -29,6 +29,8 @@
 # and the probe's sequential read (`ycsb device --patterns seqread`) once a round.
 #   [MODES="..."] [SUMMARY_ONLY=1] run.sh YCSB_PROBE_BUILD YCSB DATA_DIR PROBE_DIR [ROUNDS] [OUT_DIR]
 # (OUT_DIR, default beside this script, gets raw.txt and summary.md)
+# The opening, the table and the probe are ../scan-parts/run.sh's, copied whole (modes
+# aside) so that each directory's series reruns from its own files.
 # DATA_DIR: a 4M-item load (`ycsb load -w C --engine kvell --fresh` with scripts/lib.sh's
 # kvell_c_args 4000000 512); PROBE_DIR: a directory a `ycsb device --keep` left a
 # probe file of 4 GiB in.
