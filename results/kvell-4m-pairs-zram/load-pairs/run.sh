@@ -2,7 +2,7 @@
 # The load alone, alternating (the C code's, then ours, ROUNDS times, each on an empty
 # directory under DATA): scripts/kvell-vs-c-pairs loads each engine once, the C code
 # first, so its load row is one sample of each; on the RAM disk (`scripts/ram-disk`)
-# the first load of a run was the slowest of either engine. Settings as the pairs':
+# ours' first load of a sequence was its slowest in two tries. Settings as the pairs':
 # 4M items of 1 KiB (scripts/lib.sh's kvell_c_args at 512 in flight; the C code by
 # scripts/c-kvell --only load, at the same memory). Writes c-N/ (scripts/c-kvell's
 # files), kvell-N.json and summary.md (generated) beside this script.
