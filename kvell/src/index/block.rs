@@ -13,15 +13,17 @@
 //! keys: it tracks how many bytes the search key shares with the last smaller entry
 //! and only compares suffixes of entries that share exactly that much.
 
-use super::key::Key;
 use crate::hint::prefetch;
 use crate::slab::Loc;
 
 /// Entries per block at most; a full block splits in two halves (or, at the end of
 /// the last block, starts a new block so that sorted inserts leave full blocks).
-pub(super) const MAX_ENTRIES: usize = 128;
+/// 32, not 128 as until 2026-12-07: on uniform keys a lookup's block is cold, and
+/// asking for all of a 128-entry block's lines at once (about 2 KB) kept more
+/// misses in flight than a core holds (kvell/DESIGN.md, Index).
+pub(super) const MAX_ENTRIES: usize = 32;
 /// A block below this many entries is merged with a neighbour.
-pub(super) const MIN_ENTRIES: usize = 32;
+pub(super) const MIN_ENTRIES: usize = 8;
 /// A block over this many bytes splits too (long keys), unless it holds one entry.
 pub(super) const MAX_BYTES: usize = 4096;
 /// The class byte of a block whose entries have different classes.
@@ -335,7 +337,7 @@ impl Scratch {
         out.into_boxed_slice()
     }
     /// Encodes entries `a..b` as blocks within the limits, halving as needed.
-    pub(super) fn emit(&self, a: usize, b: usize, out: &mut Vec<(Key, Box<[u8]>)>) {
+    pub(super) fn emit(&self, a: usize, b: usize, out: &mut Vec<Box<[u8]>>) {
         if b - a > MAX_ENTRIES {
             let mid = a + (b - a) / 2;
             self.emit(a, mid, out);
@@ -347,7 +349,7 @@ impl Scratch {
             self.emit(a, mid, out);
             return self.emit(mid, b, out);
         }
-        out.push((Key::new(self.key(a)), blk));
+        out.push(blk);
     }
 }
 

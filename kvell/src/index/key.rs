@@ -30,13 +30,6 @@ impl Key {
             Key::Heap(b) => b,
         }
     }
-    /// Heap bytes of the key as malloc rounds them (0 inline).
-    pub(super) fn heap_bytes(&self) -> u64 {
-        match self {
-            Key::Inline(..) => 0,
-            Key::Heap(b) => malloc_bytes(b.len()),
-        }
-    }
 }
 
 /// Word `i` (0..3) of an inline key, big-endian, so words compare as the bytes do.

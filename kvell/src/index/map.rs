@@ -1,7 +1,8 @@
 //! The index of one worker: an ordered map from the full key to its slot, kept
-//! compact (about 19 B per YCSB key instead of 64 B for a `BTreeMap<Key, Loc>`):
+//! compact (about 18 B per YCSB key instead of 64 B for a `BTreeMap<Key, Loc>`):
 //! sorted front-coded blocks (`block.rs`) of at most `MAX_ENTRIES` entries, under a
-//! `BTreeMap` from a block's first key to the block. Keys are whole (keys sharing any
+//! map from each block's first key to the block (`blocks.rs`: sorted arrays of
+//! fingerprints, searched in two binary searches). Keys are whole (keys sharing any
 //! prefix, keys that are prefixes of others and binary keys are distinct entries; the
 //! authors' index kept only the first 8 bytes), in plain byte order, so scans see
 //! keys sorted as the interface requires.
@@ -11,29 +12,16 @@
 use super::block::{
     Format, HDR, MAX_BYTES, MAX_ENTRIES, MIN_ENTRIES, MIXED, Pos, Scratch, count, entry_at, search,
 };
+use super::blocks::{At, Blocks};
 use super::key::{Key, malloc_bytes};
 use crate::slab::Loc;
 use kvapi::Result;
-use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
-
-/// Estimated map cost per block: a `BTreeMap` leaf of 11 (32 B key, 16 B pointer)
-/// pairs is 544 B (560 B from malloc), about 70% full, plus internal nodes (1/8).
-const MAP_BYTES_PER_BLOCK: f64 = 560.0 / (11.0 * 0.70) * 1.125;
 
 /// Locks a worker's index (shared by its worker and the scans): a poisoned lock is
 /// `Error::Poisoned`, since a panic may have left the index half-updated.
 pub(crate) fn lock(index: &Mutex<Index>) -> Result<MutexGuard<'_, Index>> {
     kvapi::sync::lock(index, "a worker's index")
-}
-
-/// The block that holds `key` if anywhere: the last block whose first key is
-/// <= key, else the first block.
-fn block_of<'a>(map: &'a BTreeMap<Key, Box<[u8]>>, key: &[u8]) -> Option<(&'a Key, &'a [u8])> {
-    map.range(..=Key::new(key))
-        .next_back()
-        .or_else(|| map.iter().next())
-        .map(|(k, b)| (k, &**b))
 }
 
 /// An entry found by [`Index::entries_into`]: its key, at `at..at + len` of the keys'
@@ -59,9 +47,9 @@ impl Found {
 #[derive(Default)]
 pub(crate) struct Index {
     /// First key of each block -> the block.
-    map: BTreeMap<Key, Box<[u8]>>,
+    map: Blocks,
     len: usize,
-    /// malloc bytes of the blocks and of the map's heap keys.
+    /// malloc bytes of the blocks.
     heap_bytes: u64,
     scratch: Scratch,
 }
@@ -84,45 +72,29 @@ impl Index {
         if s.len() > 0 {
             s.emit(0, s.len(), &mut out);
         }
-        for (k, b) in out {
-            debug_assert!(idx.map.last_key_value().is_none_or(|(l, _)| *l < k));
-            idx.put_block(k, b);
+        for b in out {
+            idx.put_block(b);
         }
         idx
     }
 
     pub(crate) fn get(&self, key: &[u8]) -> Option<Loc> {
-        let (_, b) = block_of(&self.map, key)?;
+        let b = self.map.block(self.map.find(key)?);
         match search(b, key) {
             Pos::Found { at, .. } => Some(entry_at(b, at).loc),
             Pos::Missing { .. } => None,
         }
     }
 
-    fn put_block(&mut self, k: Key, b: Box<[u8]>) {
-        self.heap_bytes += malloc_bytes(b.len()) + k.heap_bytes();
-        self.map.insert(k, b);
+    fn put_block(&mut self, b: Box<[u8]>) {
+        self.heap_bytes += malloc_bytes(b.len());
+        self.map.insert(b);
     }
 
-    #[expect(
-        clippy::expect_used,
-        reason = "callers pass the first key of a block they just found in the map"
-    )]
-    fn take_block(&mut self, k: &Key) -> Box<[u8]> {
-        let b = self.map.remove(k).expect("block");
-        self.heap_bytes -= malloc_bytes(b.len()) + k.heap_bytes();
+    fn take_block(&mut self, at: At) -> Box<[u8]> {
+        let b = self.map.remove(at);
+        self.heap_bytes -= malloc_bytes(b.len());
         b
-    }
-
-    /// Replaces the block at `k` with a block of the same first key.
-    #[expect(
-        clippy::expect_used,
-        reason = "callers pass the first key of a block they just found in the map"
-    )]
-    fn set_block(&mut self, k: &Key, b: Box<[u8]>) {
-        let slot = self.map.get_mut(k).expect("block");
-        self.heap_bytes = self.heap_bytes + malloc_bytes(b.len()) - malloc_bytes(slot.len());
-        *slot = b;
     }
 
     /// Inserts or replaces; returns the previous location (the engine's writes use
@@ -143,18 +115,14 @@ impl Index {
         // One descent of the map, and the block changed where it lies: a put used to
         // find its block again to store the new one (a second descent) and built
         // every insert into a fresh allocation.
-        let probe = Key::new(key);
-        let hit = match self.map.range_mut(..=&probe).next_back() {
-            Some(x) => Some(x),
-            None => self.map.iter_mut().next(),
-        };
-        let Some((k, blk)) = hit else {
+        let Some(here) = self.map.find(key) else {
             if let Some(loc) = decide(None) {
                 self.len = 1;
                 self.new_block(key, loc);
             }
             return None;
         };
+        let blk = self.map.block_mut(here);
         let b: &[u8] = blk;
         let pos = search(b, key);
         let old = match pos {
@@ -226,9 +194,7 @@ impl Index {
                 self.heap_bytes = self.heap_bytes + malloc_bytes(new_len) - malloc_bytes(old_len);
                 self.len += 1;
                 if i == 0 {
-                    let k = k.clone();
-                    let blk = self.take_block(&k);
-                    self.put_block(Key::new(key), blk);
+                    self.map.first_changed(here);
                 }
                 return None;
             }
@@ -238,17 +204,15 @@ impl Index {
         let Pos::Missing { i, .. } = pos else {
             unreachable!("found keys returned above")
         };
-        let k = k.clone();
         self.len += 1;
-        if i == n && n == MAX_ENTRIES && self.map.range(&k..).nth(1).is_none() {
+        if i == n && n == MAX_ENTRIES && self.map.is_last(here) {
             // Appending to a full last block (sorted inserts): a new block.
             self.new_block(key, loc);
         } else {
-            let b = &self.map[&k];
             self.scratch.clear();
-            self.scratch.decode(b);
+            self.scratch.decode(self.map.block(here));
             self.scratch.insert(i, key, loc);
-            self.rebuild(&[k]);
+            self.rebuild(here, None);
         }
         None
     }
@@ -257,34 +221,37 @@ impl Index {
         self.scratch.clear();
         self.scratch.insert(0, key, loc);
         let blk = self.scratch.encode(0, 1);
-        self.put_block(Key::new(key), blk);
+        self.put_block(blk);
     }
 
-    /// Replaces the blocks `old` with the entries now in the scratch space.
-    fn rebuild(&mut self, old: &[Key]) {
+    /// Replaces the block at `a` (and the next one, `b`) with the entries now in the
+    /// scratch space.
+    fn rebuild(&mut self, a: At, b: Option<At>) {
         let mut out = Vec::new();
         self.scratch.emit(0, self.scratch.len(), &mut out);
-        for k in old {
-            self.take_block(k);
+        // The later block first, so that `a` still says where the other is.
+        if let Some(b) = b {
+            self.take_block(b);
         }
-        for (k, b) in out {
-            self.put_block(k, b);
+        self.take_block(a);
+        for blk in out {
+            self.put_block(blk);
         }
     }
 
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Loc> {
-        let (k, b) = block_of(&self.map, key)?;
+        let here = self.map.find(key)?;
+        let b = self.map.block(here);
         let Pos::Found { i, at } = search(b, key) else {
             return None;
         };
-        let k = k.clone();
         let f = Format::of(b);
         let n = count(b);
         let e = entry_at(b, at);
         let old = e.loc;
         self.len -= 1;
         if n == 1 {
-            self.take_block(&k);
+            self.take_block(here);
             return Some(old);
         }
         // Splice the entry out; the next one may need the bytes it shared with it.
@@ -311,36 +278,32 @@ impl Index {
         }
         debug_assert_eq!(out.len(), size);
         let blk = out.into_boxed_slice();
-        let k = if i == 0 {
-            self.take_block(&k);
-            let nk = Key::new(entry_at(&blk, HDR).suffix);
-            self.put_block(nk.clone(), blk);
-            nk
-        } else {
-            self.set_block(&k, blk);
-            k
-        };
+        let slot = self.map.block_mut(here);
+        self.heap_bytes = self.heap_bytes + malloc_bytes(blk.len()) - malloc_bytes(slot.len());
+        *slot = blk;
+        if i == 0 {
+            self.map.first_changed(here);
+        }
         if n - 1 < MIN_ENTRIES {
-            self.merge(&k);
+            self.merge(here);
         }
         Some(old)
     }
 
-    /// Merges the small block at `k` with its next neighbour (or the one before),
+    /// Merges the small block at `at` with its next neighbour (or the one before),
     /// splitting the result again if it is too large.
-    fn merge(&mut self, k: &Key) {
-        let next = self.map.range(k..).nth(1).map(|(x, _)| x.clone());
-        let (a, b) = match next {
-            Some(n) => (k.clone(), n),
-            None => match self.map.range(..k).next_back() {
-                Some((p, _)) => (p.clone(), k.clone()),
+    fn merge(&mut self, at: At) {
+        let (a, b) = match self.map.next(at) {
+            Some(n) => (at, n),
+            None => match self.map.prev(at) {
+                Some(p) => (p, at),
                 None => return,
             },
         };
         self.scratch.clear();
-        self.scratch.decode(&self.map[&a]);
-        self.scratch.decode(&self.map[&b]);
-        self.rebuild(&[a, b]);
+        self.scratch.decode(self.map.block(a));
+        self.scratch.decode(self.map.block(b));
+        self.rebuild(a, Some(b));
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -364,12 +327,12 @@ impl Index {
         keys: &mut Vec<u8>,
         out: &mut Vec<Found>,
     ) {
-        let Some((first, _)) = block_of(&self.map, start) else {
+        let Some(first) = self.map.find(start) else {
             return;
         };
         let mut cur = Vec::new();
         let mut found = 0;
-        for (_, b) in self.map.range(first.clone()..) {
+        for b in self.map.iter_from(first) {
             let mut at = HDR;
             for _ in 0..count(b) {
                 let e = entry_at(b, at);
@@ -392,11 +355,11 @@ impl Index {
         }
     }
 
-    /// Estimated bytes of memory: the blocks as malloc rounds them, heap keys of the
-    /// map, and the map's nodes (see `MAP_BYTES_PER_BLOCK`), checked against glibc's
-    /// count of allocated bytes by the `memory_and_speed` test.
+    /// Bytes of memory: the blocks and the map's arrays as malloc rounds them,
+    /// checked against glibc's count of allocated bytes by the `memory_and_speed`
+    /// test.
     pub(crate) fn bytes(&self) -> u64 {
-        self.heap_bytes + (self.map.len() as f64 * MAP_BYTES_PER_BLOCK) as u64
+        self.heap_bytes + self.map.bytes()
     }
 
     /// Number of blocks (for tests and reports).
@@ -410,12 +373,12 @@ impl Index {
     pub(super) fn check(&self) {
         let mut prev: Option<Vec<u8>> = None;
         let (mut total, mut heap) = (0, 0);
-        for (k, b) in &self.map {
+        self.map.check();
+        for b in self.map.iter() {
             let n = count(b);
             assert!((1..=MAX_ENTRIES).contains(&n), "block of {n} entries");
             let mut s = Scratch::default();
             s.decode(b);
-            assert_eq!(s.key(0), k.as_bytes(), "first key");
             for i in 0..n {
                 if let Some(p) = &prev {
                     assert!(p.as_slice() < s.key(i), "order");
@@ -425,7 +388,7 @@ impl Index {
             let f = Format::of(b);
             assert!(s.locs.iter().all(|&l| f.fits(l)), "format");
             total += n;
-            heap += malloc_bytes(b.len()) + k.heap_bytes();
+            heap += malloc_bytes(b.len());
         }
         assert_eq!(total, self.len);
         assert_eq!(heap, self.heap_bytes, "heap bytes counted");

@@ -2,6 +2,7 @@
 //! keys (`key.rs`). See kvell/DESIGN.md (Index) for the layout and its cost.
 
 mod block;
+mod blocks;
 mod key;
 mod map;
 #[cfg(test)]

@@ -154,6 +154,79 @@ fn prefix_chains() {
     assert_eq!(all, model.into_iter().collect::<Vec<_>>());
 }
 
+/// Keys sharing a long prefix (the block map's fingerprints are the bytes after it),
+/// looked up from below, above and inside the prefix; then keys that share less of
+/// it arrive as first keys of blocks, so the prefix shrinks and every fingerprint
+/// is made again; keys alike in the 8 bytes after the prefix tie on their
+/// fingerprints and are told apart by their bytes.
+#[test]
+fn common_prefix_shrinks() {
+    let mut idx = Index::default();
+    let mut model = BTreeMap::new();
+    let mut r = Rng(5);
+    let put = |idx: &mut Index, model: &mut BTreeMap<Vec<u8>, Loc>, k: Vec<u8>, l: u64| {
+        let loc = Loc::new(3, l);
+        assert_eq!(idx.insert(&k, loc), model.insert(k, loc));
+    };
+    for i in 0..3_000u64 {
+        // "tenant/" then 8 bytes alike for a third of the keys, then digits
+        let mid = if i % 3 == 0 {
+            "samesame".to_string()
+        } else {
+            format!("{:08}", r.below(1_000_000))
+        };
+        put(
+            &mut idx,
+            &mut model,
+            format!("tenant/{mid}/{}", r.below(1 << 40)).into_bytes(),
+            i,
+        );
+    }
+    idx.check();
+    assert!(idx.blocks() > 20, "several segments of blocks");
+    for probe in [
+        &b""[..],
+        b"a",
+        b"ten",
+        b"tenant",
+        b"tenant/",
+        b"tenant/samesame",
+        b"tenant0",
+        b"u",
+        b"\xff",
+    ] {
+        assert_eq!(idx.get(probe), None);
+        let want: Vec<_> = model
+            .range(probe.to_vec()..)
+            .take(5)
+            .map(|(k, l)| (k.clone(), *l))
+            .collect();
+        assert_eq!(idx.entries_from(probe, 5), want, "scan from {probe:?}");
+    }
+    // Below every key, above every key, then sharing less and less of the prefix.
+    for (n, k) in ["a", "zz", "tenant.", "tenaXX", "te", ""]
+        .iter()
+        .enumerate()
+    {
+        for j in 0..200u64 {
+            put(
+                &mut idx,
+                &mut model,
+                format!("{k}{j:05}").into_bytes(),
+                10_000 + n as u64 * 1_000 + j,
+            );
+        }
+        idx.check();
+    }
+    for (k, l) in &model {
+        assert_eq!(idx.get(k), Some(*l), "{k:?}");
+    }
+    assert_eq!(
+        idx.entries_from(b"", usize::MAX),
+        model.into_iter().collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn upsert_sees_the_old_location_and_may_leave_it() {
     let mut idx = Index::default();
