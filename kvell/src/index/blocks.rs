@@ -106,7 +106,6 @@ pub(super) struct Blocks {
     segs: Vec<Box<Seg>>,
     /// The fingerprint of each segment's first block.
     tops: Vec<u64>,
-    len: usize,
 }
 
 /// The first key of a block: its first entry shares nothing with one before it.
@@ -128,12 +127,12 @@ impl Blocks {
     /// Number of blocks.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.segs.iter().map(|sg| sg.n).sum()
     }
 
     /// Where the first block is, if any.
     pub(super) fn first(&self) -> Option<At> {
-        (self.len > 0).then_some(At { seg: 0, i: 0 })
+        (!self.segs.is_empty()).then_some(At { seg: 0, i: 0 })
     }
 
     fn last(&self) -> Option<At> {
@@ -158,7 +157,7 @@ impl Blocks {
     /// The block that holds `key` if any does: the last block whose first key is
     /// <= key, else the first block.
     pub(super) fn find(&self, key: &[u8]) -> Option<At> {
-        if self.len == 0 {
+        if self.segs.is_empty() {
             return None;
         }
         let p = self.prefix.len();
@@ -243,7 +242,7 @@ impl Blocks {
     /// Narrows the shared prefix to what `key` shares with it (recomputing every
     /// fingerprint if it shrinks); the first key stored sets it.
     fn admit(&mut self, key: &[u8]) {
-        if self.len == 0 {
+        if self.segs.is_empty() {
             self.prefix.clear();
             self.prefix.extend_from_slice(key);
             return;
@@ -284,7 +283,6 @@ impl Blocks {
             sg.insert(0, f, b);
             self.segs.push(sg);
             self.tops.push(f);
-            self.len = 1;
             return;
         }
         // Into the segment whose first block is before it, else the first.
@@ -297,16 +295,13 @@ impl Blocks {
                 tail.insert(0, f, b);
                 self.tops.push(f);
                 self.segs.push(tail);
-                self.len += 1;
                 return;
             }
             // Full: its upper half becomes a segment of its own.
             self.segs[seg].move_tail(SEG_MAX / 2, &mut tail);
             self.tops.insert(seg + 1, tail.fps[0]);
             self.segs.insert(seg + 1, tail);
-            if tail_first_le(&self.segs[seg + 1], f, key) {
-                seg += 1;
-            }
+            seg = self.seg_of(f, key).saturating_sub(1);
         }
         let sg = &mut self.segs[seg];
         let i = sg.count_le(f, key);
@@ -318,7 +313,6 @@ impl Blocks {
         if i == 0 {
             self.tops[seg] = f;
         }
-        self.len += 1;
     }
 
     /// Takes the block at `at` out. A segment left empty goes; one left small
@@ -326,7 +320,6 @@ impl Blocks {
     pub(super) fn remove(&mut self, at: At) -> Box<[u8]> {
         let sg = &mut self.segs[at.seg];
         let b = sg.remove(at.i);
-        self.len -= 1;
         if sg.n == 0 {
             self.segs.remove(at.seg);
             self.tops.remove(at.seg);
@@ -384,11 +377,6 @@ impl Blocks {
                 n += 1;
             }
         }
-        assert_eq!(n, self.len);
+        assert_eq!(n, self.len());
     }
-}
-
-/// Whether a segment's first block sorts before a key (fingerprint `f`).
-fn tail_first_le(sg: &Seg, f: u64, key: &[u8]) -> bool {
-    sg.fps[0] < f || (sg.fps[0] == f && first_key(sg.block(0)) <= key)
 }
