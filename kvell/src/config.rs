@@ -107,6 +107,12 @@ pub struct Config {
     pub atomic_write: usize,
     /// When the page cache's frames are made resident (`kvell.cache_setup`).
     pub cache_setup: CacheSetup,
+    /// The bytes of each of recovery's sequential reads (`kvell.recovery_read`, a
+    /// multiple of 4096 from 4 KiB to 64 MiB); None: `recovery::piece_len`'s choice.
+    pub recovery_read: Option<usize>,
+    /// Recovery's sequential reads in flight per worker (`kvell.recovery_depth`, 2 to
+    /// 256); None: eight.
+    pub recovery_depth: Option<usize>,
     /// Options as given (for EngineInfo), when built from options.
     pub settings: Vec<(String, String)>,
 }
@@ -131,6 +137,8 @@ impl Config {
             checksum: true,
             atomic_write: PAGE,
             cache_setup: CacheSetup::Open,
+            recovery_read: None,
+            recovery_depth: None,
             settings: Vec::new(),
         }
     }
@@ -185,6 +193,12 @@ impl Config {
             .into_iter()
             .find(|s| s.name() == setup)
             .unwrap_or(CacheSetup::Open);
+        if o.is_set("recovery_read") {
+            c.recovery_read = Some(o.bytes("recovery_read", 0)? as usize);
+        }
+        if o.is_set("recovery_depth") {
+            c.recovery_depth = Some(o.usize("recovery_depth", 0)?);
+        }
         o.finish()?;
         c.settings = o.resolved();
         c.validate()?;
@@ -214,6 +228,16 @@ impl Config {
         if self.atomic_write != 512 && self.atomic_write != PAGE {
             return bad("atomic_write: must be 512 or 4096");
         }
+        if let Some(r) = self.recovery_read
+            && (!r.is_multiple_of(PAGE) || !(PAGE..=64 << 20).contains(&r))
+        {
+            return bad("recovery_read: must be a multiple of 4096 from 4K to 64M");
+        }
+        if let Some(d) = self.recovery_depth
+            && !(2..=256).contains(&d)
+        {
+            return bad("recovery_depth: must be between 2 and 256");
+        }
         Ok(())
     }
 
@@ -226,9 +250,14 @@ impl Config {
         }
     }
 
-    /// The length of recovery's sequential reads (see `recovery::piece_len`).
-    pub(crate) fn recovery_piece(&self) -> usize {
-        crate::recovery::piece_len(self.budget().map(|b| b.bytes))
+    /// The shape of recovery's sequential reads: `kvell.recovery_read` and
+    /// `kvell.recovery_depth` where given, else `recovery::Reads::default_for`.
+    pub(crate) fn recovery_reads(&self) -> crate::recovery::Reads {
+        let d = crate::recovery::Reads::default_for(self.budget().map(|b| b.bytes));
+        crate::recovery::Reads {
+            piece: self.recovery_read.unwrap_or(d.piece),
+            depth: self.recovery_depth.unwrap_or(d.depth),
+        }
     }
 
     /// Page cache bytes across workers: the capacity under a budget, else fixed.
@@ -330,12 +359,12 @@ impl Config {
         }
         settings.push(("recovery_us".into(), recovery_us.to_string()));
         settings.push(("recovery_bytes".into(), recovery_bytes.to_string()));
-        let piece = self.recovery_piece();
+        let reads = self.recovery_reads();
         settings.push((
             "recovery_read_ahead".into(),
             format!(
-                "{} reads of {piece} bytes in flight per worker",
-                crate::recovery::in_flight(piece) / piece
+                "{} reads of {} bytes in flight per worker",
+                reads.depth, reads.piece
             ),
         ));
         notes.extend([

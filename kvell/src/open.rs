@@ -239,7 +239,7 @@ fn open_worker(
         // (results/kvell-4m-ab/cache-setup/README.md), so it is not the default.
         Some(b) => {
             let cap = b.cache_frames();
-            let bound = recovery_bound(&dir, w, cfg.recovery_piece());
+            let bound = recovery_bound(&dir, w, cfg.recovery_reads());
             let early = match cfg.cache_setup {
                 CacheSetup::Open => b.cache_limit(bound + cap as u64 * META_PER_FRAME),
                 CacheSetup::After => crate::budget::MIN_FRAMES,
@@ -335,8 +335,8 @@ fn recover_beside(
                 let t = Instant::now();
                 setup().map(|c| (c, t.elapsed().as_micros() as u64))
             });
-        let (fmt, piece) = (cfg.format(), cfg.recovery_piece());
-        let rec = recovery::recover(io, dir, w, cfg.freelist, fmt, cfg.atomic_write, piece)
+        let (fmt, reads) = (cfg.format(), cfg.recovery_reads());
+        let rec = recovery::recover(io, dir, w, cfg.freelist, fmt, cfg.atomic_write, reads)
             .and_then(|mut r| r.mark_open(io).map(|()| r));
         let cache = match cache {
             Ok(h) => h
@@ -358,7 +358,7 @@ fn recover_beside(
 const RECOVERY_PER_SLOT: u64 = 48 + 40 + 8;
 
 /// What recovery holds whatever the slabs hold, besides its read-ahead buffers
-/// (`recovery::in_flight`: 4 or 8 MiB).
+/// (`recovery::Reads::in_flight`: 4 or 8 MiB by default).
 const RECOVERY_FIXED: u64 = 4 << 20;
 
 /// An upper bound of what recovery of worker `w` holds at once, from the lengths of
@@ -367,7 +367,7 @@ const RECOVERY_FIXED: u64 = 4 << 20;
 /// cache leaves beside it while recovery runs. Keys too long to be inline are rare
 /// and not bounded here; the budget's second step (`fill_beside`) takes back what is
 /// over once the index is known.
-fn recovery_bound(dir: &std::path::Path, w: usize, piece: usize) -> u64 {
+fn recovery_bound(dir: &std::path::Path, w: usize, reads: recovery::Reads) -> u64 {
     let mut slots = 0;
     for class in 0..slab::NCLASS {
         let len = std::fs::metadata(dir.join(slab::file_name(w, class))).map_or(0, |m| m.len());
@@ -378,5 +378,5 @@ fn recovery_bound(dir: &std::path::Path, w: usize, piece: usize) -> u64 {
         };
         slots += len / slab::unit_len(class) as u64 * per;
     }
-    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED + recovery::in_flight(piece) as u64
+    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED + reads.in_flight() as u64
 }

@@ -163,6 +163,56 @@ fn options_are_checked() {
         err.to_string().contains("cache_setup") && err.to_string().contains("open, after"),
         "{err}"
     );
+    // recovery's read shape: a clear error for a size or depth it cannot use
+    for (k, v, says) in [
+        ("recovery_read", "1000", "multiple of 4096"),
+        ("recovery_read", "128M", "multiple of 4096"),
+        ("recovery_read", "lots", "recovery_read"),
+        ("recovery_depth", "1", "between 2 and 256"),
+        ("recovery_depth", "1000", "between 2 and 256"),
+    ] {
+        let o = kvapi::Options::new("kvell", &[("dir", &p), (k, v)]);
+        let err = kvell::open_engine(&o)
+            .err()
+            .unwrap_or_else(|| panic!("{k}={v} accepted"));
+        assert!(err.to_string().contains(says), "{k}={v}: {err}");
+    }
+    // a shape given is the shape used and reported, and the data recovers with it
+    // (4 KiB reads: each of a slab's pages one read)
+    let r = TempDir::new("kvell-reads");
+    let rp = r.path().to_str().unwrap().to_string();
+    let e = kvell::open_engine(&kvapi::Options::new("kvell", &[("dir", &rp)])).unwrap();
+    for i in 0..3000u32 {
+        e.insert(format!("r{i:05}").as_bytes(), &[i as u8; 700])
+            .unwrap();
+    }
+    e.close().unwrap();
+    drop(e);
+    let o = kvapi::Options::new(
+        "kvell",
+        &[
+            ("dir", &rp),
+            ("recovery_read", "4K"),
+            ("recovery_depth", "16"),
+        ],
+    );
+    let e = kvell::open_engine(&o).unwrap();
+    assert_eq!(e.counters().items, Some(3000));
+    assert_eq!(
+        e.get(b"r02999").unwrap().as_deref(),
+        Some(&[2999u32 as u8; 700][..])
+    );
+    let shape = e
+        .info()
+        .settings
+        .iter()
+        .find(|(k, _)| k == "recovery_read_ahead")
+        .map(|(_, v)| v.clone());
+    assert_eq!(
+        shape.as_deref(),
+        Some("16 reads of 4096 bytes in flight per worker")
+    );
+    e.close().unwrap();
     // several directories, workers in contiguous blocks
     let d2 = TempDir::new("kvell-opts2");
     let dirs = format!("{},{}", p, d2.path().display());

@@ -52,7 +52,19 @@ pub struct ProbeConfig {
     /// default (`--mem=malloc`), instead of a mapping of its own in 2 MiB pages
     /// (`AlignedBuf::huge`: a large I/O one segment, as the engines' large reads).
     pub small_pages: bool,
+    /// The sequential points' shapes, (reads in flight, bytes per read), each tried
+    /// with every ring count; each sequential pattern keeps the shape and count that
+    /// moved the most bytes and says which (`queue_depth`, `block_bytes`, `jobs`).
+    /// Empty: [`SEQ_SHAPES`].
+    pub seq_shapes: Vec<(usize, usize)>,
 }
+
+/// The sequential shapes tried by default: eight reads of 1 MiB (recovery's default),
+/// and of 256 KiB, eight and sixteen. On the development VM's disk eight of 256 KiB
+/// read 14-28% more than eight of 1 MiB in one hour with fio
+/// (results/kvell-4m/measurements.md, "Sequential read sizes with fio"): a probe of
+/// one shape states the disk's sequential bandwidth only for that shape.
+pub const SEQ_SHAPES: [(usize, usize); 3] = [(8, 1 << 20), (8, 256 << 10), (16, 256 << 10)];
 
 /// What a probe (or the I/O method comparison) tells its caller as it goes.
 #[derive(Debug)]
@@ -148,14 +160,20 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         )));
     }
     let wanted = |p: &str| c.patterns.is_empty() || c.patterns.iter().any(|w| w == p);
-    let mut plan: Vec<(&str, usize, usize)> = Vec::new();
+    // Each point: its pattern and the (queue depth, block) shapes it tries.
+    let mut plan: Vec<(&str, Vec<(usize, usize)>)> = Vec::new();
     for pat in ORDER.into_iter().filter(|p| wanted(p)) {
         if pat.starts_with("seq") {
-            plan.push((pat, 8, 1 << 20));
+            let shapes: &[(usize, usize)] = if c.seq_shapes.is_empty() {
+                &SEQ_SHAPES
+            } else {
+                &c.seq_shapes
+            };
+            plan.push((pat, shapes.to_vec()));
             continue;
         }
         for &qd in &c.queue_depths {
-            plan.push((pat, qd, BLOCK));
+            plan.push((pat, vec![(qd, BLOCK)]));
         }
     }
     let settle = Duration::from_secs_f64((c.seconds / 2.0).clamp(0.0, 3.0));
@@ -163,7 +181,7 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         std::thread::sleep(settle);
     }
     let mut last = "";
-    for (pat, qd, block) in plan {
+    for (pat, shapes) in plan {
         if pat != last && last != "seqread" && last != "randread" && !last.is_empty() {
             std::thread::sleep(settle);
         }
@@ -174,7 +192,7 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
         // so one ring understated the disk's sequential reads.
         let one = [1];
         let tries: &[usize] = if c.jobs.is_empty() { &one } else { &c.jobs };
-        let spec = |jobs| PointSpec {
+        let spec = |qd, block, jobs| PointSpec {
             pattern: pat,
             qd,
             block,
@@ -190,20 +208,28 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
             cpu_load: c.cpu_load,
             small_pages: c.small_pages,
         };
+        // the shape and ring count that moved the most bytes (at one block size, the
+        // most I/Os)
+        let several = tries.len() > 1 || shapes.len() > 1;
         let mut best: Option<ProbePoint> = None;
-        for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
-            let p = measure_point(&f, bytes, &spec(jobs), &mut rng)?;
-            if tries.len() > 1 {
-                on(Step::Tried(&p));
-            }
-            if best.as_ref().is_none_or(|b| p.iops > b.iops) {
-                best = Some(p);
+        for &(qd, block) in &shapes {
+            for &jobs in tries.iter().filter(|&&j| j >= 1 && j <= qd) {
+                let p = measure_point(&f, bytes, &spec(qd, block, jobs), &mut rng)?;
+                if several {
+                    on(Step::Tried(&p));
+                }
+                if best.as_ref().is_none_or(|b| p.mib_per_s > b.mib_per_s) {
+                    best = Some(p);
+                }
             }
         }
         // a point whose every ring count exceeds its depth runs on one ring
         let p = match best {
             Some(p) => p,
-            None => measure_point(&f, bytes, &spec(1), &mut rng)?,
+            None => {
+                let (qd, block) = shapes[0];
+                measure_point(&f, bytes, &spec(qd, block, 1), &mut rng)?
+            }
         };
         on(Step::Measured(&p));
         points.push(p);
@@ -231,6 +257,7 @@ mod tests {
             buffers: Buffers::Own,
             cpu_load: None,
             small_pages: false,
+            seq_shapes: vec![(4, 1 << 20), (8, 64 << 10)],
         };
         let (fill, points) = probe(&c, &mut |_| {}).unwrap();
         assert!(fill > 0.0);
@@ -240,6 +267,13 @@ mod tests {
                 .iter()
                 .all(|p| p.iops > 0.0 && p.lat_p99_us >= p.lat_p50_us)
         );
+        // each sequential pattern one point, of one of the shapes tried
+        for pat in ["seqread", "seqwrite"] {
+            let seq: Vec<_> = points.iter().filter(|p| p.pattern == pat).collect();
+            assert_eq!(seq.len(), 1, "{pat}");
+            let shape = (seq[0].queue_depth, seq[0].block_bytes);
+            assert!(c.seq_shapes.contains(&shape), "{pat}: {shape:?}");
+        }
         let mixed = points
             .iter()
             .find(|p| p.pattern == "mixed" && p.queue_depth == 8)

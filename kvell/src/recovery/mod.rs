@@ -12,6 +12,6 @@ mod report;
 mod runs;
 mod slab_scan;
 
-pub(crate) use readahead::{in_flight, piece_len};
+pub(crate) use readahead::Reads;
 pub(crate) use recover::{Recovered, recover};
 pub(crate) use report::Repairs;

@@ -39,9 +39,29 @@ pub(crate) fn piece_len(budget: Option<u64>) -> usize {
     }
 }
 
-/// The bytes recovery's reads hold in flight with pieces of `piece` bytes.
-pub(crate) fn in_flight(piece: usize) -> usize {
-    AHEAD * piece
+/// The shape of recovery's sequential reads: `depth` reads of `piece` bytes in
+/// flight per worker. By default [`piece_len`] and [`AHEAD`]; `kvell.recovery_read`
+/// and `kvell.recovery_depth` set either (issue 18, item 4: the disk's best
+/// sequential shape differs between hosts and hours, see DESIGN.md, Recovery).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reads {
+    pub(crate) piece: usize,
+    pub(crate) depth: usize,
+}
+
+impl Reads {
+    /// The default shape for a worker with `budget` bytes (None: no budget).
+    pub(crate) fn default_for(budget: Option<u64>) -> Reads {
+        Reads {
+            piece: piece_len(budget),
+            depth: AHEAD,
+        }
+    }
+
+    /// The bytes the reads hold in flight.
+    pub(crate) fn in_flight(self) -> usize {
+        self.depth * self.piece
+    }
 }
 
 /// Reads a file front to back in `chunk`-sized pieces through the backend's
@@ -50,8 +70,8 @@ pub(super) struct ReadAhead {
     file: FileId,
     len: u64,
     chunk: u64,
-    /// Reads in flight at most: [`AHEAD`], fewer for chunks over the piece (a large
-    /// class's slot), so that as many bytes are in flight as [`AHEAD`] pieces or two
+    /// Reads in flight at most: the shape's depth, fewer for chunks over the piece (a
+    /// large class's slot), so that as many bytes are in flight as the shape's or two
     /// slots, whichever is more.
     ahead: usize,
     next_off: u64,
@@ -66,10 +86,11 @@ pub(super) struct ReadAhead {
 }
 
 impl ReadAhead {
-    /// `chunk`: the bytes of each read (a piece, or a large class's slot if longer);
-    /// `piece`: [`piece_len`].
-    pub(super) fn new(file: FileId, len: u64, chunk: u64, piece: usize) -> ReadAhead {
-        let ahead = (in_flight(piece) as u64 / chunk.max(1)).clamp(2, AHEAD as u64) as usize;
+    /// `chunk`: the bytes of each read (the shape's piece, or a large class's slot if
+    /// longer).
+    pub(super) fn new(file: FileId, len: u64, chunk: u64, shape: Reads) -> ReadAhead {
+        let ahead =
+            (shape.in_flight() as u64 / chunk.max(1)).clamp(2, shape.depth.max(2) as u64) as usize;
         ReadAhead {
             file,
             len,
@@ -174,7 +195,7 @@ mod tests {
         assert_eq!(piece_len(Some(512 << 20)), 1 << 20);
         assert_eq!(piece_len(Some((512 << 20) - 1)), 512 << 10);
         assert_eq!(piece_len(Some(24 << 20)), 512 << 10);
-        assert_eq!(in_flight(piece_len(None)), 8 << 20);
-        assert_eq!(in_flight(piece_len(Some(24 << 20))), 4 << 20);
+        assert_eq!(Reads::default_for(None).in_flight(), 8 << 20);
+        assert_eq!(Reads::default_for(Some(24 << 20)).in_flight(), 4 << 20);
     }
 }

@@ -47,8 +47,8 @@ impl Recovered {
 }
 
 /// Opens and scans the slab files of `worker` in `dir`; `atomic` is the bytes the
-/// device writes whole or not at all (`kvell.atomic_write`), `piece` the length of
-/// its sequential reads (`readahead::piece_len`).
+/// device writes whole or not at all (`kvell.atomic_write`), `reads` the shape of
+/// its sequential reads (`readahead::Reads`).
 pub(crate) fn recover(
     io: &mut dyn Backend,
     dir: &Path,
@@ -56,13 +56,13 @@ pub(crate) fn recover(
     freelist: usize,
     fmt: Format,
     atomic: usize,
-    piece: usize,
+    reads: super::Reads,
 ) -> Result<Recovered> {
     let t_scan = Instant::now();
     let cpu_scan = thread_cpu_us();
     let (clean, recorded) = CleanRecord::open(io, dir, worker)?;
     let ends = recorded.ends;
-    let mut scan = Scan::new(fmt, ends.is_some(), atomic, piece)?;
+    let mut scan = Scan::new(fmt, ends.is_some(), atomic, reads)?;
     let mut slabs = Vec::with_capacity(NCLASS);
     let mut frees: Vec<Vec<u64>> = Vec::with_capacity(NCLASS);
     // Never-written slots below a slab's end (a crash lost an append): they get a

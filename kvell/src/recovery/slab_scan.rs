@@ -7,7 +7,7 @@
 //! DESIGN.md, Recovery: the rule for torn writes); such a slot is freed, counted and
 //! described, never served.
 
-use super::readahead::ReadAhead;
+use super::readahead::{ReadAhead, Reads};
 use super::report::{Kind, Repairs};
 use super::runs::Runs;
 use crate::index::{Key, ShortKey};
@@ -49,8 +49,8 @@ pub(super) struct Scan {
     clean: bool,
     /// The bytes the device writes whole or not at all (`kvell.atomic_write`).
     atomic: usize,
-    /// The length of a sequential read (`readahead::piece_len`).
-    piece: usize,
+    /// The shape of the sequential reads (`readahead::Reads`).
+    reads: Reads,
     /// Every copy of every key, in scan order: (key, where, timestamp). `newest`
     /// keeps the copy of each key with the highest timestamp. (A vector, sorted
     /// once, where a `BTreeMap` took about 70 B per key and, freed, left the index
@@ -93,12 +93,12 @@ pub(super) struct ScannedSlab {
 }
 
 impl Scan {
-    pub(super) fn new(fmt: Format, clean: bool, atomic: usize, piece: usize) -> Result<Scan> {
+    pub(super) fn new(fmt: Format, clean: bool, atomic: usize, reads: Reads) -> Result<Scan> {
         Ok(Scan {
             fmt,
             clean,
             atomic,
-            piece,
+            reads,
             found: MappedVec::new()
                 .map_err(|e| Error::io("mapping recovery's list of items", e))?,
             found_long: Vec::new(),
@@ -167,8 +167,8 @@ impl Scan {
             room: slab::room(class),
             tail_from: if exact { len } else { floor },
         };
-        let chunk = (self.piece as u64).max(ulen);
-        let mut ra = ReadAhead::new(file, len, chunk, self.piece);
+        let chunk = (self.reads.piece as u64).max(ulen);
+        let mut ra = ReadAhead::new(file, len, chunk, self.reads);
         while let Some((off, buf)) = ra
             .next(io)
             .map_err(|(at, e)| Error::io(format!("reading {} at offset {at}", path.display()), e))?
@@ -537,7 +537,7 @@ mod tests {
     /// equal timestamps, the first scanned), the older copies stale.
     #[test]
     fn newest_merges_short_and_long_keys_in_order() {
-        let mut scan = Scan::new(Format::default(), false, PAGE, 1 << 20).unwrap();
+        let mut scan = Scan::new(Format::default(), false, PAGE, Reads::default_for(None)).unwrap();
         let long = |c: char| format!("{}{}", c, "x".repeat(30)).into_bytes();
         let copies: Vec<(Vec<u8>, u64, u64)> = vec![
             (b"b".to_vec(), 1, 10),
@@ -603,7 +603,8 @@ mod tests {
                         (k, Loc::new((i % 3) as usize, i), rnd(5))
                     })
                     .collect();
-                let mut scan = Scan::new(Format::default(), false, PAGE, 1 << 20).unwrap();
+                let mut scan =
+                    Scan::new(Format::default(), false, PAGE, Reads::default_for(None)).unwrap();
                 scan.runs.run_len = run_len;
                 for (i, c) in copies.iter().enumerate() {
                     scan.found.push(*c).unwrap();

@@ -73,6 +73,11 @@ pub(super) struct DeviceArgs {
     /// far below what the engines' huge-page buffers get.
     #[arg(long)]
     pub(super) small_pages: bool,
+    /// The sequential points' shapes, comma-separated, each READSxSIZE (reads in
+    /// flight, bytes per read), each tried with every ring count of --jobs; each
+    /// sequential pattern keeps the one that moved the most bytes and says which.
+    #[arg(long, value_delimiter = ',', default_value = "8x1M,8x256K,16x256K")]
+    pub(super) seq_shapes: Vec<String>,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -127,6 +132,11 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         (None, None) if a.check_reads => probe::Buffers::Checked,
         (None, None) => probe::Buffers::Own,
     };
+    let seq_shapes = a
+        .seq_shapes
+        .iter()
+        .map(|s| parse_shape(s))
+        .collect::<Result<Vec<_>>>()?;
     std::fs::create_dir_all(&a.data).map_err(|e| Error::io_at("cannot create", &a.data, e))?;
     let machine = machine::describe(Some(&a.data));
     let disk = machine
@@ -148,6 +158,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         buffers,
         cpu_load: a.cpu_load,
         small_pages: a.small_pages,
+        seq_shapes,
     };
     let started = unix_now();
     let result = probe::probe(&cfg, &mut show);
@@ -222,16 +233,36 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
     Ok(())
 }
 
+/// A sequential shape, READSxSIZE (`8x1M`): reads in flight (1-256) and bytes per
+/// read (a multiple of 4096, up to 64 MiB).
+fn parse_shape(s: &str) -> Result<(usize, usize)> {
+    let bad = || {
+        Error::usage(format!(
+            "--seq-shapes: expected READSxSIZE such as 8x1M (1-256 reads in flight of a \
+             multiple of 4K up to 64M), got '{s}'"
+        ))
+    };
+    let (n, size) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+    let n: usize = n.parse().map_err(|_| bad())?;
+    let size = kvapi::parse_bytes(size).ok_or_else(bad)? as usize;
+    if !(1..=256).contains(&n) || size == 0 || !size.is_multiple_of(4096) || size > 64 << 20 {
+        return Err(bad());
+    }
+    Ok((n, size))
+}
+
 /// The probe's progress on standard error.
 fn show(step: Step<'_>) {
     match step {
         Step::Filling { file, mib } => eprintln!("filling {} ({mib} MiB) ...", file.display()),
         Step::Tried(p) => eprintln!(
-            "  tried {:>9} qd {:>3} on {} ring(s): {:>9.0} IOPS",
+            "  tried {:>9} qd {:>3} bs {:>7} on {} ring(s): {:>9.0} IOPS {:>8.1} MiB/s",
             p.pattern,
             p.queue_depth,
+            p.block_bytes,
             p.jobs.unwrap_or(1),
-            p.iops
+            p.iops,
+            p.mib_per_s
         ),
         Step::Measured(p) => eprintln!(
             "{:>9} qd {:>3} jobs {:>2} bs {:>7}: {:>9.0} IOPS {:>8.1} MiB/s  lat mean {:>8.1} us p99 {:>8.1} us",
@@ -244,5 +275,25 @@ fn show(step: Step<'_>) {
             p.lat_mean_us,
             p.lat_p99_us
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_shape;
+
+    #[test]
+    fn sequential_shapes_parse_or_say_why_not() {
+        assert_eq!(parse_shape("8x1M").unwrap(), (8, 1 << 20));
+        assert_eq!(parse_shape(" 16X256K").unwrap(), (16, 256 << 10));
+        for bad in [
+            "8", "x1M", "0x1M", "300x4K", "8x1000", "8x128M", "ax1M", "8xlots",
+        ] {
+            let e = parse_shape(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("--seq-shapes") && e.contains(bad.trim()),
+                "{bad}: {e}"
+            );
+        }
     }
 }

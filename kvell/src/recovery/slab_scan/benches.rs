@@ -19,7 +19,7 @@ fn ycsb_like_key(seed: &mut u64) -> ShortKey {
 /// gathers them (a piece of 1024 at a time, each followed by the scan's sort and
 /// merge work), with the time of that work and its longest turn.
 fn scanned(n: usize, seed: &mut u64, class: usize) -> (Scan, Duration, Duration) {
-    let mut scan = Scan::new(Format::default(), true, PAGE, 1 << 20).unwrap();
+    let mut scan = Scan::new(Format::default(), true, PAGE, Reads::default_for(None)).unwrap();
     let (mut during, mut longest) = (Duration::ZERO, Duration::ZERO);
     for i in 0..n {
         let k = ycsb_like_key(seed);
