@@ -8,7 +8,7 @@ mod burn;
 mod point;
 mod uring;
 
-pub use point::{PointSpec, measure_point, run_point};
+pub use point::{PointSpec, measure_files, measure_point, run_point};
 pub use uring::Buffers;
 
 use crate::error::{Error, Result};
@@ -237,6 +237,48 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
     Ok((fill_mib, points))
 }
 
+/// Reads `paths` (existing files, never written) once front to back with each of
+/// `shapes` (reads in flight per file, bytes per read; empty: [`SEQ_SHAPES`]), all
+/// files at once, one ring each ([`measure_files`]), telling `on` of each try; returns
+/// the try that moved the most bytes per second.
+pub fn probe_files(
+    paths: &[PathBuf],
+    shapes: &[(usize, usize)],
+    small_pages: bool,
+    on: &mut dyn FnMut(Step<'_>),
+) -> Result<ProbePoint> {
+    let mut files = Vec::with_capacity(paths.len());
+    for p in paths {
+        let f = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(p)
+            .map_err(|e| Error::io_at("opening with O_DIRECT", p, e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| Error::io_at("reading the length of", p, e))?
+            .len();
+        files.push((f, len));
+    }
+    let refs: Vec<(&File, u64)> = files.iter().map(|(f, l)| (f, *l)).collect();
+    let shapes: &[(usize, usize)] = if shapes.is_empty() {
+        &SEQ_SHAPES
+    } else {
+        shapes
+    };
+    let mut best: Option<ProbePoint> = None;
+    for &(qd, block) in shapes {
+        let p = measure_files(&refs, qd, block, small_pages)?;
+        on(Step::Tried(&p));
+        if best.as_ref().is_none_or(|b| p.mib_per_s > b.mib_per_s) {
+            best = Some(p);
+        }
+    }
+    let p = best.ok_or_else(|| Error::usage("no shape to read the files with"))?;
+    on(Step::Measured(&p));
+    Ok(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +316,23 @@ mod tests {
             let shape = (seq[0].queue_depth, seq[0].block_bytes);
             assert!(c.seq_shapes.contains(&shape), "{pat}: {shape:?}");
         }
+        // the files read once each, whole, all at once: every byte of both, once
+        let other = dir.path().join("other.dat");
+        std::fs::copy(&c.file, &other).unwrap();
+        let read = probe_files(
+            &[c.file.clone(), other],
+            &[(4, 1 << 20), (2, 256 << 10)],
+            false,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(read.jobs, Some(2));
+        let bytes = read.iops * read.seconds * read.block_bytes as f64;
+        assert!(
+            (bytes - (32u64 << 20) as f64).abs() < 1.0,
+            "{bytes} bytes read, {read:?}"
+        );
+        assert!(probe_files(&[dir.path().join("absent")], &[], false, &mut |_| {}).is_err());
         let mixed = points
             .iter()
             .find(|p| p.pattern == "mixed" && p.queue_depth == 8)

@@ -78,6 +78,14 @@ pub(super) struct DeviceArgs {
     /// sequential pattern keeps the one that moved the most bytes and says which.
     #[arg(long, value_delimiter = ',', default_value = "8x1M,8x256K,16x256K")]
     pub(super) seq_shapes: Vec<String>,
+    /// Instead of a probe file: read these existing files (comma-separated; never
+    /// written) once front to back, all at once, one ring per file, with each shape of
+    /// --seq-shapes (reads in flight per file), and keep the fastest: how fast the disk
+    /// gives an engine's own data files to a reader that only reads them, e.g. the
+    /// sequential ceiling of a recovery that reads each worker's slabs at once
+    /// (scripts/kvell-recovery). Measures only that `seqread` point.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["reuse", "keep", "patterns", "read_into", "copy_into", "check_reads", "cpu_load"])]
+    pub(super) read_files: Vec<PathBuf>,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
     pub(super) out: Option<PathBuf>,
@@ -137,8 +145,16 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         .iter()
         .map(|s| parse_shape(s))
         .collect::<Result<Vec<_>>>()?;
-    std::fs::create_dir_all(&a.data).map_err(|e| Error::io_at("cannot create", &a.data, e))?;
-    let machine = machine::describe(Some(&a.data));
+    // the disk described: the probe file's, or that of the first file read
+    let at = match a.read_files.first() {
+        Some(f) => f.parent().map_or_else(|| PathBuf::from("."), PathBuf::from),
+        None => {
+            std::fs::create_dir_all(&a.data)
+                .map_err(|e| Error::io_at("cannot create", &a.data, e))?;
+            a.data.clone()
+        }
+    };
+    let machine = machine::describe(Some(&at));
     let disk = machine
         .disk
         .as_ref()
@@ -161,11 +177,31 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         seq_shapes,
     };
     let started = unix_now();
-    let result = probe::probe(&cfg, &mut show);
-    if !a.keep {
-        let _ = std::fs::remove_file(&file);
-    }
-    let (fill, points) = result?;
+    let (fill, points) = if a.read_files.is_empty() {
+        let result = probe::probe(&cfg, &mut show);
+        if !a.keep {
+            let _ = std::fs::remove_file(&file);
+        }
+        result?
+    } else {
+        let p = probe::probe_files(&a.read_files, &cfg.seq_shapes, a.small_pages, &mut show)?;
+        (0.0, vec![p])
+    };
+    let (file, bytes) = if a.read_files.is_empty() {
+        (file, bytes)
+    } else {
+        let names: Vec<String> = a
+            .read_files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let total = a
+            .read_files
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum();
+        (PathBuf::from(names.join(",")), total)
+    };
     println!("# device {disk}: {}", machine::one_line(&machine));
     let report = DeviceProbe {
         format: SCHEMA_VERSION,

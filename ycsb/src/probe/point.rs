@@ -167,6 +167,7 @@ pub fn measure_point(
                     rng: Rng::derive(seed, j as u64),
                     buffers: spec.buffers.per_ring(depths.len()),
                     small_pages: spec.small_pages,
+                    once: false,
                 };
                 let start = &start;
                 s.spawn(move || run_ring(job, start))
@@ -189,6 +190,72 @@ pub fn measure_point(
     let mut p = merge(spec.pattern, spec.qd, spec.block, &rings)?;
     p.cpu_cores = Some(cpu.0.as_secs_f64() / cpu.1.max(1e-9));
     p.cpu_load = spec.cpu_load.filter(|c| *c > 0.0);
+    Ok(p)
+}
+
+/// Reads each of `files` (opened with O_DIRECT, each with its length) once front to
+/// back, all at once, one ring per file keeping `qd` reads of `block` bytes in flight:
+/// how fast the disk gives these very bytes to a reader that does nothing with them,
+/// in the shape of an engine whose workers each read their own files at once
+/// (`ycsb device --read-files`). The point's `queue_depth` is the reads in flight in
+/// all (`qd` times the files), its `jobs` the files. A file's tail short of a whole
+/// block is not read.
+pub fn measure_files(
+    files: &[(&File, u64)],
+    qd: usize,
+    block: usize,
+    small_pages: bool,
+) -> Result<ProbePoint> {
+    if files.is_empty() || qd == 0 || block == 0 || !block.is_multiple_of(4096) {
+        return Err(Error::usage(
+            "reading files needs files, a queue depth and a block size in 4 KiB units",
+        ));
+    }
+    if let Some((_, len)) = files.iter().find(|(_, len)| *len < block as u64) {
+        return Err(Error::usage(format!(
+            "a file of {len} bytes is shorter than one {block}-byte read"
+        )));
+    }
+    let start = Barrier::new(files.len() + 1);
+    let mut cpu = (std::time::Duration::ZERO, 0.0);
+    let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(j, &(file, len))| {
+                let job = RingJob {
+                    file,
+                    first: 0,
+                    blocks: len / block as u64,
+                    block,
+                    pattern: Pattern::SeqRead,
+                    qd,
+                    read_fraction: 1.0,
+                    secs: 0.0,
+                    rng: Rng::derive(7, j as u64),
+                    buffers: Buffers::Own,
+                    small_pages,
+                    once: true,
+                };
+                let start = &start;
+                s.spawn(move || run_ring(job, start))
+            })
+            .collect();
+        start.wait();
+        let (c0, t0) = (process_cpu(), Instant::now());
+        let joined = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
+            })
+            .collect();
+        cpu = (process_cpu().saturating_sub(c0), t0.elapsed().as_secs_f64());
+        joined
+    });
+    let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
+    let mut p = merge("seqread", qd * files.len(), block, &rings)?;
+    p.cpu_cores = Some(cpu.0.as_secs_f64() / cpu.1.max(1e-9));
     Ok(p)
 }
 

@@ -136,6 +136,9 @@ pub(crate) struct RingJob<'a> {
     pub(crate) buffers: Buffers,
     /// The slots' buffers in 4 KiB pages from the heap, not 2 MiB pages.
     pub(crate) small_pages: bool,
+    /// A sequential ring reads (or writes) each block of its stretch once and stops,
+    /// whatever `secs` says (`ycsb device --read-files`).
+    pub(crate) once: bool,
 }
 
 /// What one ring measured.
@@ -210,7 +213,9 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         mut rng,
         buffers,
         small_pages,
+        once,
     } = job;
+    let once = once && pattern.sequential();
     // The region reads land in or are copied to, mapped and touched before the
     // barrier: no ring's clock starts while another still faults its region in.
     let frames = (buffers.region() / block as u64) as usize;
@@ -281,13 +286,23 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         .user_data(slot as u64 | if is_read { 1 << 32 } else { 0 })
     };
     let t0 = Instant::now();
-    let deadline = t0 + Duration::from_secs_f64(secs);
+    let deadline = if once {
+        t0 + Duration::from_secs(365 * 86_400)
+    } else {
+        t0 + Duration::from_secs_f64(secs)
+    };
+    // I/Os issued: with `once`, no more than the stretch's blocks
+    let mut issued = 0u64;
     let (submitter, mut sq, mut cq) = ring.split();
     // After a failure no I/O is pushed, but those in flight are reaped before the
     // buffer is freed: the kernel may still write into it until then.
     let mut failed: Option<Error> = None;
     let mut in_flight = 0usize;
     for (slot, start) in starts.iter_mut().enumerate() {
+        if once && issued >= blocks {
+            break;
+        }
+        issued += 1;
         let (is_read, off) = next(&mut rng);
         // SAFETY: the buffer of `slot` is not reused until its completion is reaped,
         // and `bufs`, the file and the ring all outlive every submitted I/O: every one
@@ -354,7 +369,8 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
             hist.saturating_record(now.duration_since(starts[slot]).as_nanos().max(1) as u64);
             done += 1;
             t_end = now;
-            if refill && failed.is_none() {
+            if refill && failed.is_none() && !(once && issued >= blocks) {
+                issued += 1;
                 let (is_read, off) = next(&mut rng);
                 // SAFETY: as above; `slot`'s I/O has just been reaped.
                 match unsafe { sq.push(&sqe_for(slot, is_read, off)) } {
