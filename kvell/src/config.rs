@@ -194,7 +194,8 @@ impl Config {
             .find(|s| s.name() == setup)
             .unwrap_or(CacheSetup::Open);
         if o.is_set("recovery_read") {
-            c.recovery_read = Some(o.bytes("recovery_read", 0)? as usize);
+            let r = o.bytes("recovery_read", 0)?;
+            c.recovery_read = Some(usize::try_from(r).unwrap_or(usize::MAX));
         }
         if o.is_set("recovery_depth") {
             c.recovery_depth = Some(o.usize("recovery_depth", 0)?);
@@ -237,6 +238,24 @@ impl Config {
             && !(2..=256).contains(&d)
         {
             return bad("recovery_depth: must be between 2 and 256");
+        }
+        // recovery's read buffers, held beside the page cache's first frames, within
+        // reason and within a quarter of a worker's budget
+        let held = self.recovery_reads().in_flight() as u64;
+        if held > 1 << 30 {
+            return bad(&format!(
+                "recovery_read x recovery_depth: {held} bytes in flight per worker, over 1G"
+            ));
+        }
+        if let Some(b) = self.budget()
+            && (self.recovery_read.is_some() || self.recovery_depth.is_some())
+            && held > b.bytes / 4
+        {
+            return bad(&format!(
+                "recovery_read x recovery_depth: {held} bytes in flight per worker, over a \
+                 quarter of its memory budget ({} bytes)",
+                b.bytes
+            ));
         }
         Ok(())
     }

@@ -358,7 +358,8 @@ fn recover_beside(
 const RECOVERY_PER_SLOT: u64 = 48 + 40 + 8;
 
 /// What recovery holds whatever the slabs hold, besides its read-ahead buffers
-/// (`recovery::Reads::in_flight`: 4 or 8 MiB by default).
+/// (`recovery::Reads::held`: 4 or 8 MiB by default, two slots for a large class whose
+/// slot is longer than that).
 const RECOVERY_FIXED: u64 = 4 << 20;
 
 /// An upper bound of what recovery of worker `w` holds at once, from the lengths of
@@ -369,8 +370,15 @@ const RECOVERY_FIXED: u64 = 4 << 20;
 /// over once the index is known.
 fn recovery_bound(dir: &std::path::Path, w: usize, reads: recovery::Reads) -> u64 {
     let mut slots = 0;
+    // the read-ahead's buffers: one slab at a time, the largest of them (a large
+    // class's slot may be longer than a piece: two of them in flight)
+    let mut buffers = reads.in_flight() as u64;
     for class in 0..slab::NCLASS {
         let len = std::fs::metadata(dir.join(slab::file_name(w, class))).map_or(0, |m| m.len());
+        if len > 0 {
+            let chunk = (reads.piece as u64).max(slab::unit_len(class) as u64);
+            buffers = buffers.max(reads.held(chunk));
+        }
         let per = if slab::is_large(class) {
             1
         } else {
@@ -378,5 +386,5 @@ fn recovery_bound(dir: &std::path::Path, w: usize, reads: recovery::Reads) -> u6
         };
         slots += len / slab::unit_len(class) as u64 * per;
     }
-    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED + reads.in_flight() as u64
+    slots * RECOVERY_PER_SLOT + RECOVERY_FIXED + buffers
 }

@@ -177,6 +177,28 @@ fn options_are_checked() {
             .unwrap_or_else(|| panic!("{k}={v} accepted"));
         assert!(err.to_string().contains(says), "{k}={v}: {err}");
     }
+    // buffers beyond reason, or over a quarter of a worker's budget (100M over 2 workers)
+    for (opts, says) in [
+        (
+            vec![("recovery_read", "64M"), ("recovery_depth", "32")],
+            "over 1G",
+        ),
+        (
+            vec![
+                ("memory", "100M"),
+                ("recovery_read", "2M"),
+                ("recovery_depth", "8"),
+            ],
+            "over a quarter of its memory budget",
+        ),
+    ] {
+        let mut all = vec![("dir", p.as_str())];
+        all.extend(opts.iter().copied());
+        let err = kvell::open_engine(&kvapi::Options::new("kvell", &all))
+            .err()
+            .unwrap_or_else(|| panic!("{opts:?} accepted"));
+        assert!(err.to_string().contains(says), "{opts:?}: {err}");
+    }
     // a shape given is the shape used and reported, and the data recovers with it
     // (4 KiB reads: each of a slab's pages one read)
     let r = TempDir::new("kvell-reads");

@@ -240,7 +240,9 @@ pub fn probe(c: &ProbeConfig, on: &mut dyn FnMut(Step<'_>)) -> Result<(f64, Vec<
 /// Reads `paths` (existing files, never written) once front to back with each of
 /// `shapes` (reads in flight per file, bytes per read; empty: [`SEQ_SHAPES`]), all
 /// files at once, one ring each ([`measure_files`]), telling `on` of each try; returns
-/// the try that moved the most bytes per second.
+/// the try that moved the most bytes per second. The shapes go in an order rotated
+/// from run to run (by the clock's seconds), so that no shape always reads first:
+/// each one reads the same bytes the one before it just read.
 pub fn probe_files(
     paths: &[PathBuf],
     shapes: &[(usize, usize)],
@@ -258,16 +260,30 @@ pub fn probe_files(
             .metadata()
             .map_err(|e| Error::io_at("reading the length of", p, e))?
             .len();
-        files.push((f, len));
+        files.push((f, len, p));
     }
-    let refs: Vec<(&File, u64)> = files.iter().map(|(f, l)| (f, *l)).collect();
-    let shapes: &[(usize, usize)] = if shapes.is_empty() {
-        &SEQ_SHAPES
+    let refs: Vec<(&File, u64)> = files.iter().map(|(f, l, _)| (f, *l)).collect();
+    let mut shapes: Vec<(usize, usize)> = if shapes.is_empty() {
+        SEQ_SHAPES.to_vec()
     } else {
-        shapes
+        shapes.to_vec()
     };
+    let turn = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as usize;
+    let n = shapes.len();
+    shapes.rotate_left(turn % n.max(1));
+    for &(qd, block) in &shapes {
+        if let Some((_, len, p)) = files.iter().find(|(_, len, _)| *len < block as u64) {
+            return Err(Error::usage(format!(
+                "{} is {len} bytes, shorter than one read of the {qd}x{block} shape: \
+                 give --seq-shapes with reads no longer than the shortest file",
+                p.display()
+            )));
+        }
+    }
     let mut best: Option<ProbePoint> = None;
-    for &(qd, block) in shapes {
+    for &(qd, block) in &shapes {
         let p = measure_files(&refs, qd, block, small_pages)?;
         on(Step::Tried(&p));
         if best.as_ref().is_none_or(|b| p.mib_per_s > b.mib_per_s) {
@@ -333,6 +349,18 @@ mod tests {
             "{bytes} bytes read, {read:?}"
         );
         assert!(probe_files(&[dir.path().join("absent")], &[], false, &mut |_| {}).is_err());
+        let e = probe_files(
+            std::slice::from_ref(&c.file),
+            &[(2, 32 << 20)],
+            false,
+            &mut |_| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("probe.dat") && e.contains("shorter than one read"),
+            "{e}"
+        );
         let mixed = points
             .iter()
             .find(|p| p.pattern == "mixed" && p.queue_depth == 8)

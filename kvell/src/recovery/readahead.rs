@@ -62,6 +62,18 @@ impl Reads {
     pub(crate) fn in_flight(self) -> usize {
         self.depth * self.piece
     }
+
+    /// Reads in flight at most for reads of `chunk` bytes (the piece, or a large
+    /// class's slot if longer): the depth, fewer for a chunk over the piece, so that
+    /// as many bytes are in flight as the shape's or two chunks, whichever is more.
+    pub(crate) fn ahead(self, chunk: u64) -> usize {
+        (self.in_flight() as u64 / chunk.max(1)).clamp(2, self.depth.max(2) as u64) as usize
+    }
+
+    /// The buffer bytes a [`ReadAhead`] of `chunk`-byte reads holds at most.
+    pub(crate) fn held(self, chunk: u64) -> u64 {
+        self.ahead(chunk) as u64 * chunk
+    }
 }
 
 /// Reads a file front to back in `chunk`-sized pieces through the backend's
@@ -89,8 +101,7 @@ impl ReadAhead {
     /// `chunk`: the bytes of each read (the shape's piece, or a large class's slot if
     /// longer).
     pub(super) fn new(file: FileId, len: u64, chunk: u64, shape: Reads) -> ReadAhead {
-        let ahead =
-            (shape.in_flight() as u64 / chunk.max(1)).clamp(2, shape.depth.max(2) as u64) as usize;
+        let ahead = shape.ahead(chunk);
         ReadAhead {
             file,
             len,
@@ -197,5 +208,106 @@ mod tests {
         assert_eq!(piece_len(Some(24 << 20)), 512 << 10);
         assert_eq!(Reads::default_for(None).in_flight(), 8 << 20);
         assert_eq!(Reads::default_for(Some(24 << 20)).in_flight(), 4 << 20);
+    }
+
+    /// A backend that counts what is asked of it.
+    struct Counting {
+        inner: crate::io::sim::Sim,
+        in_flight: usize,
+        most: usize,
+        sizes: Vec<usize>,
+    }
+
+    impl Backend for Counting {
+        fn open(&mut self, path: &std::path::Path) -> std::io::Result<FileId> {
+            self.inner.open(path)
+        }
+        fn len(&self, file: FileId) -> std::io::Result<u64> {
+            self.inner.len(file)
+        }
+        fn set_len(&mut self, file: FileId, len: u64) -> std::io::Result<()> {
+            self.inner.set_len(file, len)
+        }
+        fn read(&mut self, file: FileId, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            self.inner.read(file, offset, buf)
+        }
+        fn write(&mut self, file: FileId, offset: u64, buf: &[u8]) -> std::io::Result<()> {
+            self.inner.write(file, offset, buf)
+        }
+        fn sync(&mut self, file: FileId) -> std::io::Result<()> {
+            self.inner.sync(file)
+        }
+        fn sync_dir(&mut self, dir: &std::path::Path) -> std::io::Result<()> {
+            self.inner.sync_dir(dir)
+        }
+        fn push(&mut self, req: IoReq) -> Result<(), IoReq> {
+            let n = req.buf.len();
+            self.inner.push(req)?;
+            self.sizes.push(n);
+            self.in_flight += 1;
+            self.most = self.most.max(self.in_flight);
+            Ok(())
+        }
+        fn submit(&mut self) -> std::io::Result<()> {
+            self.inner.submit()
+        }
+        fn reap(&mut self, wait: bool, out: &mut Vec<IoDone>) -> std::io::Result<()> {
+            let before = out.len();
+            self.inner.reap(wait, out)?;
+            self.in_flight -= out.len() - before;
+            Ok(())
+        }
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+    }
+
+    /// The shape given is the shape read: every read of the piece's length (the last
+    /// one what is left), never more in flight than the depth, every byte once and in
+    /// order; and with a chunk over the piece (a large class's slot), two in flight.
+    #[test]
+    fn reads_in_the_shape_given() {
+        let dir = std::path::Path::new("/sim");
+        let mut io = Counting {
+            inner: crate::io::sim::Sim::new(
+                crate::io::sim::SimDisk::new(),
+                crate::io::IoFlags {
+                    direct: true,
+                    dsync: false,
+                },
+            ),
+            in_flight: 0,
+            most: 0,
+            sizes: Vec::new(),
+        };
+        let f = io.open(&dir.join("f")).unwrap();
+        let len: u64 = 100 * 4096;
+        io.set_len(f, len).unwrap();
+        let bytes: Vec<u8> = (0..len).map(|i| (i / 4096) as u8).collect();
+        io.write(f, 0, &bytes).unwrap();
+        let shape = Reads {
+            piece: 3 * 4096,
+            depth: 5,
+        };
+        let mut ra = ReadAhead::new(f, len, shape.piece as u64, shape);
+        let mut seen = Vec::new();
+        while let Some((off, buf)) = ra.next(&mut io).unwrap() {
+            assert_eq!(off, seen.len() as u64);
+            seen.extend_from_slice(&buf);
+            ra.recycle(&mut io, buf).unwrap();
+        }
+        assert!(seen == bytes, "the bytes read are not the file's");
+        assert_eq!(io.most, 5);
+        assert_eq!(io.sizes.len(), 34);
+        assert!(
+            io.sizes[..33].iter().all(|&n| n == 3 * 4096),
+            "{:?}",
+            io.sizes
+        );
+        assert_eq!(io.sizes[33], 4096);
+        // a chunk of 16 pieces: two reads in flight, as `held` counts
+        assert_eq!(shape.ahead(16 * 3 * 4096), 2);
+        assert_eq!(shape.held(16 * 3 * 4096), 2 * 16 * 3 * 4096);
+        assert_eq!(shape.held(shape.piece as u64), shape.in_flight() as u64);
     }
 }

@@ -83,8 +83,18 @@ pub(super) struct DeviceArgs {
     /// --seq-shapes (reads in flight per file), and keep the fastest: how fast the disk
     /// gives an engine's own data files to a reader that only reads them, e.g. the
     /// sequential ceiling of a recovery that reads each worker's slabs at once
-    /// (scripts/kvell-recovery). Measures only that `seqread` point.
-    #[arg(long, value_delimiter = ',', conflicts_with_all = ["reuse", "keep", "patterns", "read_into", "copy_into", "check_reads", "cpu_load"])]
+    /// (scripts/kvell-recovery). Measures only that `seqread` point, one ring per file
+    /// whatever --jobs says, the shapes in an order rotated from run to run; needs
+    /// --out (the disk's default result keeps the whole probe's ceilings).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "out",
+        conflicts_with_all = [
+            "reuse", "keep", "patterns", "read_into", "copy_into", "check_reads", "cpu_load",
+            "qds", "jobs", "seconds", "size", "mix", "data"
+        ]
+    )]
     pub(super) read_files: Vec<PathBuf>,
     /// Where to write the result (default results/device/device-<disk>.json).
     #[arg(long)]
@@ -147,7 +157,10 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     // the disk described: the probe file's, or that of the first file read
     let at = match a.read_files.first() {
-        Some(f) => f.parent().map_or_else(|| PathBuf::from("."), PathBuf::from),
+        Some(f) => f
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), PathBuf::from),
         None => {
             std::fs::create_dir_all(&a.data)
                 .map_err(|e| Error::io_at("cannot create", &a.data, e))?;
