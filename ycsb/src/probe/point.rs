@@ -100,6 +100,48 @@ pub(crate) fn merge(
     })
 }
 
+/// Runs each of `jobs` on a thread of its own, with the burners of a CPU load of
+/// `cpu_load` cores beside them ([`burn`]), all started together, so that the
+/// process's CPU is counted from the rings' start to their end; returns the rings'
+/// results and that CPU use, in cores.
+fn run_rings(jobs: Vec<RingJob<'_>>, cpu_load: Option<f64>) -> Result<(Vec<RingResult>, f64)> {
+    let n_burn = burners(cpu_load);
+    let start = Barrier::new(jobs.len() + n_burn + 1);
+    let stop = AtomicBool::new(false);
+    let mut cpu = (std::time::Duration::ZERO, 0.0);
+    let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
+        for _ in 0..n_burn {
+            let (start, stop) = (&start, &stop);
+            let cores = cpu_load.unwrap_or(0.0);
+            s.spawn(move || {
+                start.wait();
+                burn(cores, stop);
+            });
+        }
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|job| {
+                let start = &start;
+                s.spawn(move || run_ring(job, start))
+            })
+            .collect();
+        start.wait();
+        let (c0, t0) = (process_cpu(), Instant::now());
+        let joined = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
+            })
+            .collect();
+        cpu = (process_cpu().saturating_sub(c0), t0.elapsed().as_secs_f64());
+        stop.store(true, Ordering::Relaxed);
+        joined
+    });
+    let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok((rings, cpu.0.as_secs_f64() / cpu.1.max(1e-9)))
+}
+
 /// Measures one point on `f` (`file_bytes` long, opened with O_DIRECT). Each ring
 /// draws its own random offsets over the whole file (a stream derived from `rng`);
 /// a sequential pattern gives each ring its own stretch of the file.
@@ -132,63 +174,33 @@ pub fn measure_point(
         )));
     }
     let seed = rng.next_u64();
-    // the rings, the burners of a CPU load and this thread start together, so that
-    // the process's CPU is counted from the rings' start to their end
-    let n_burn = burners(spec.cpu_load);
-    let start = Barrier::new(depths.len() + n_burn + 1);
-    let stop = AtomicBool::new(false);
-    let mut cpu = (std::time::Duration::ZERO, 0.0);
-    let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
-        for _ in 0..n_burn {
-            let (start, stop) = (&start, &stop);
-            let cores = spec.cpu_load.unwrap_or(0.0);
-            s.spawn(move || {
-                start.wait();
-                burn(cores, stop);
-            });
-        }
-        let handles: Vec<_> = depths
-            .iter()
-            .enumerate()
-            .map(|(j, &qd)| {
-                let (first, len) = match pattern {
-                    Pattern::SeqRead | Pattern::SeqWrite => (j as u64 * (blocks / n), blocks / n),
-                    _ => (0, blocks),
-                };
-                let job = RingJob {
-                    file: f,
-                    first,
-                    blocks: len,
-                    block: spec.block,
-                    pattern,
-                    qd,
-                    read_fraction: spec.read_fraction,
-                    secs: spec.secs,
-                    rng: Rng::derive(seed, j as u64),
-                    buffers: spec.buffers.per_ring(depths.len()),
-                    small_pages: spec.small_pages,
-                    once: false,
-                };
-                let start = &start;
-                s.spawn(move || run_ring(job, start))
-            })
-            .collect();
-        start.wait();
-        let (c0, t0) = (process_cpu(), Instant::now());
-        let joined = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
-            })
-            .collect();
-        cpu = (process_cpu().saturating_sub(c0), t0.elapsed().as_secs_f64());
-        stop.store(true, Ordering::Relaxed);
-        joined
-    });
-    let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
+    let jobs = depths
+        .iter()
+        .enumerate()
+        .map(|(j, &qd)| {
+            let (first, len) = match pattern {
+                Pattern::SeqRead | Pattern::SeqWrite => (j as u64 * (blocks / n), blocks / n),
+                _ => (0, blocks),
+            };
+            RingJob {
+                file: f,
+                first,
+                blocks: len,
+                block: spec.block,
+                pattern,
+                qd,
+                read_fraction: spec.read_fraction,
+                secs: spec.secs,
+                rng: Rng::derive(seed, j as u64),
+                buffers: spec.buffers.per_ring(depths.len()),
+                small_pages: spec.small_pages,
+                once: false,
+            }
+        })
+        .collect();
+    let (rings, cores) = run_rings(jobs, spec.cpu_load)?;
     let mut p = merge(spec.pattern, spec.qd, spec.block, &rings)?;
-    p.cpu_cores = Some(cpu.0.as_secs_f64() / cpu.1.max(1e-9));
+    p.cpu_cores = Some(cores);
     p.cpu_load = spec.cpu_load.filter(|c| *c > 0.0);
     Ok(p)
 }
@@ -216,46 +228,27 @@ pub fn measure_files(
             "a file of {len} bytes is shorter than one {block}-byte read"
         )));
     }
-    let start = Barrier::new(files.len() + 1);
-    let mut cpu = (std::time::Duration::ZERO, 0.0);
-    let results: Vec<Result<RingResult>> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .iter()
-            .enumerate()
-            .map(|(j, &(file, len))| {
-                let job = RingJob {
-                    file,
-                    first: 0,
-                    blocks: len / block as u64,
-                    block,
-                    pattern: Pattern::SeqRead,
-                    qd,
-                    read_fraction: 1.0,
-                    secs: 0.0,
-                    rng: Rng::derive(7, j as u64),
-                    buffers: Buffers::Own,
-                    small_pages,
-                    once: true,
-                };
-                let start = &start;
-                s.spawn(move || run_ring(job, start))
-            })
-            .collect();
-        start.wait();
-        let (c0, t0) = (process_cpu(), Instant::now());
-        let joined = handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::failed("a probe ring's thread panicked")))
-            })
-            .collect();
-        cpu = (process_cpu().saturating_sub(c0), t0.elapsed().as_secs_f64());
-        joined
-    });
-    let rings = results.into_iter().collect::<Result<Vec<_>>>()?;
+    let jobs = files
+        .iter()
+        .enumerate()
+        .map(|(j, &(file, len))| RingJob {
+            file,
+            first: 0,
+            blocks: len / block as u64,
+            block,
+            pattern: Pattern::SeqRead,
+            qd,
+            read_fraction: 1.0,
+            secs: 0.0,
+            rng: Rng::derive(7, j as u64),
+            buffers: Buffers::Own,
+            small_pages,
+            once: true,
+        })
+        .collect();
+    let (rings, cores) = run_rings(jobs, None)?;
     let mut p = merge("seqread", qd * files.len(), block, &rings)?;
-    p.cpu_cores = Some(cpu.0.as_secs_f64() / cpu.1.max(1e-9));
+    p.cpu_cores = Some(cores);
     Ok(p)
 }
 
