@@ -206,7 +206,9 @@ impl Config {
         Ok(c)
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks the settings (`from_options` and every open: a `Config` built by hand
+    /// is checked too).
+    pub(crate) fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(format!("kvell.{m}")));
         if self.dirs.is_empty() {
             return bad("dir: no directory given");

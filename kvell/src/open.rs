@@ -61,6 +61,7 @@ type Times = [(&'static str, u64); 5];
 
 /// Opens (creating or recovering) the engine's directories and starts its threads.
 pub(crate) fn open(cfg: Config) -> Result<Opened> {
+    cfg.validate()?;
     let t0 = Instant::now();
     let mut locks = Vec::new();
     for d in &cfg.dirs {

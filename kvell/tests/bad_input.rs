@@ -199,6 +199,11 @@ fn options_are_checked() {
             .unwrap_or_else(|| panic!("{opts:?} accepted"));
         assert!(err.to_string().contains(says), "{opts:?}: {err}");
     }
+    // a Config built by hand is checked at open as options are
+    let mut c = cfg(d.path());
+    c.recovery_read = Some(1000);
+    let err = Kvell::open(c).err().expect("a read of 1000 bytes accepted");
+    assert!(err.to_string().contains("multiple of 4096"), "{err}");
     // a shape given is the shape used and reported, and the data recovers with it
     // (4 KiB reads: each of a slab's pages one read)
     let r = TempDir::new("kvell-reads");
