@@ -10,7 +10,8 @@ set -eu
 cd "$(dirname "$0")"
 mib=${1:-4000}; rounds=${2:-3}
 gcc -O2 -o /tmp/kvtb-touch touch.c
-echo "# $(date -u '+%F %H:%M') UTC, $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "# $(date -u '+%F %H:%M') UTC, commit $(git rev-parse --short=12 HEAD), $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "# command: results/device/fresh-memory/run.sh $mib $rounds (no engine: no durability class or memory budget applies)"
 for d in /sys/bus/virtio/devices/*; do
   [ "$(cat "$d/device")" = 0x0005 ] && echo "# virtio balloon $(basename "$d"): free page reporting $(cut -c6 "$d/features" | sed 's/1/on/;s/0/off/')"
 done

@@ -190,19 +190,16 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         seq_shapes,
     };
     let started = unix_now();
-    let (fill, points) = if a.read_files.is_empty() {
+    // the points, and the file (or files) they read with its bytes
+    let (fill, points, file, bytes) = if a.read_files.is_empty() {
         let result = probe::probe(&cfg, &mut show);
         if !a.keep {
             let _ = std::fs::remove_file(&file);
         }
-        result?
+        let (fill, points) = result?;
+        (fill, points, file, bytes)
     } else {
         let p = probe::probe_files(&a.read_files, &cfg.seq_shapes, a.small_pages, &mut show)?;
-        (0.0, vec![p])
-    };
-    let (file, bytes) = if a.read_files.is_empty() {
-        (file, bytes)
-    } else {
         let names: Vec<String> = a
             .read_files
             .iter()
@@ -213,7 +210,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
             .iter()
             .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
             .sum();
-        (PathBuf::from(names.join(",")), total)
+        (0.0, vec![p], PathBuf::from(names.join(",")), total)
     };
     println!("# device {disk}: {}", machine::one_line(&machine));
     let report = DeviceProbe {

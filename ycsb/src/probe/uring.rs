@@ -286,11 +286,8 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         .user_data(slot as u64 | if is_read { 1 << 32 } else { 0 })
     };
     let t0 = Instant::now();
-    let deadline = if once {
-        t0 + Duration::from_secs(365 * 86_400)
-    } else {
-        t0 + Duration::from_secs_f64(secs)
-    };
+    // with `once`, no deadline: the stretch's blocks end the ring
+    let deadline = (!once).then(|| t0 + Duration::from_secs_f64(secs));
     // I/Os issued: with `once`, no more than the stretch's blocks
     let mut issued = 0u64;
     let (submitter, mut sq, mut cq) = ring.split();
@@ -336,7 +333,7 @@ pub(crate) fn run_ring(job: RingJob<'_>, start: &Barrier) -> Result<RingResult> 
         sq.sync();
         cq.sync();
         let now = Instant::now();
-        let refill = now < deadline && failed.is_none();
+        let refill = deadline.is_none_or(|d| now < d) && failed.is_none();
         for cqe in &mut cq {
             in_flight -= 1;
             let (ud, res) = (cqe.user_data(), cqe.result());
