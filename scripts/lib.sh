@@ -10,6 +10,15 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/target}"
 
 say() { printf '==> %s\n' "$*" >&2; }
 
+# Empties a result folder before a new run, keeping the README.md written beside the
+# generated files (what the run is and is not, how it was set up): the benchmark
+# scripts that rewrite a folder of results/ call it, not rm -rf.
+#   clear_results DIR
+clear_results() {
+    [ -d "$1" ] || return 0
+    find "$1" -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+}
+
 # Debian packages, installed only if missing (root, or sudo).
 ensure_apt() {
     local missing=()

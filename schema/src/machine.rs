@@ -28,4 +28,19 @@ pub struct Disk {
     pub logical_block_size: Option<u64>,
     pub physical_block_size: Option<u64>,
     pub filesystem: Option<String>,
+    // Recorded since 2026-12-07, left out where unknown, so that files written before
+    // read and write back unchanged.
+    /// The kernel's I/O scheduler for the device (`mq-deadline`, `none`, ...): the
+    /// default differs between single-queue devices (virtio-blk) and NVMe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// The device's hardware queues, and the I/Os the first of them takes at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hw_queues: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_tags: Option<u64>,
+    /// `write back` (a volatile cache: a completed write survives a process crash,
+    /// not a power loss, until flushed) or `write through`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
 }

@@ -52,11 +52,19 @@ pub fn one_line(m: &Machine) -> String {
         m.disk
             .as_ref()
             .map(|d| format!(
-                ", disk {}{}",
+                ", disk {}{}{}{}",
                 d.device,
                 d.model
                     .as_ref()
                     .map(|m| format!(" ({m})"))
+                    .unwrap_or_default(),
+                d.scheduler
+                    .as_ref()
+                    .map(|s| format!(", scheduler {s}"))
+                    .unwrap_or_default(),
+                d.write_cache
+                    .as_ref()
+                    .map(|w| format!(", {w} cache"))
                     .unwrap_or_default()
             ))
             .unwrap_or_default()
@@ -66,14 +74,7 @@ pub fn one_line(m: &Machine) -> String {
 /// The file system type under `path` (the longest mount point holding it), e.g.
 /// `ext4`, `tmpfs`.
 pub fn filesystem_of(path: &Path) -> Option<String> {
-    let mut p = path.to_path_buf();
-    while !p.exists() {
-        p = p.parent()?.to_path_buf();
-        if p.as_os_str().is_empty() {
-            p = ".".into();
-        }
-    }
-    let canon = std::fs::canonicalize(&p).ok()?;
+    let canon = std::fs::canonicalize(existing(path)?).ok()?;
     let mounts = read("/proc/self/mounts")?;
     mounts
         .lines()
@@ -86,6 +87,19 @@ pub fn filesystem_of(path: &Path) -> Option<String> {
         .map(|(_, fs)| fs)
 }
 
+/// `path`, or the nearest directory above it that exists (a data directory not yet
+/// made lies on the file system of its parent).
+fn existing(path: &Path) -> Option<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        p = p.parent()?.to_path_buf();
+        if p.as_os_str().is_empty() {
+            p = ".".into();
+        }
+    }
+    Some(p)
+}
+
 /// File systems whose data lives in memory only.
 pub fn in_memory_filesystem(fs: &str) -> bool {
     matches!(fs, "tmpfs" | "ramfs" | "devtmpfs")
@@ -94,13 +108,7 @@ pub fn in_memory_filesystem(fs: &str) -> bool {
 /// The block device under `path`, via its st_dev and /sys/dev/block.
 pub fn disk_of(path: &Path) -> Option<Disk> {
     use std::os::unix::fs::MetadataExt;
-    let mut p = path.to_path_buf();
-    while !p.exists() {
-        p = p.parent()?.to_path_buf();
-        if p.as_os_str().is_empty() {
-            p = ".".into();
-        }
-    }
+    let p = existing(path)?;
     let dev = std::fs::metadata(&p).ok()?.dev();
     // major/minor only decode the integer (safe functions of libc)
     let (major, minor) = (libc::major(dev), libc::minor(dev));
@@ -113,17 +121,7 @@ pub fn disk_of(path: &Path) -> Option<Disk> {
     };
     let device = whole.file_name()?.to_string_lossy().into_owned();
     let q = whole.join("queue");
-    let mounts = read("/proc/self/mounts").unwrap_or_default();
-    let canon = std::fs::canonicalize(&p).unwrap_or(p);
-    let filesystem = mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_src, mnt, fs) = (f.next()?, f.next()?, f.next()?);
-            canon.starts_with(mnt).then(|| (mnt.len(), fs.to_string()))
-        })
-        .max_by_key(|(n, _)| *n)
-        .map(|(_, fs)| fs);
+    let filesystem = filesystem_of(&p);
     Some(Disk {
         model: read(whole.join("device/model")),
         rotational: read(q.join("rotational")).map(|r| r == "1"),
@@ -133,6 +131,44 @@ pub fn disk_of(path: &Path) -> Option<Disk> {
         logical_block_size: read(q.join("logical_block_size")).and_then(|s| s.parse().ok()),
         physical_block_size: read(q.join("physical_block_size")).and_then(|s| s.parse().ok()),
         filesystem,
+        scheduler: read(q.join("scheduler")).and_then(|s| active_scheduler(&s)),
+        hw_queues: std::fs::read_dir(whole.join("mq"))
+            .ok()
+            .map(|d| d.count() as u64),
+        queue_tags: read(whole.join("mq/0/nr_tags")).and_then(|s| s.parse().ok()),
+        write_cache: read(q.join("write_cache")),
         device,
     })
+}
+
+/// The scheduler in use, from a device's `queue/scheduler` (`none [mq-deadline] kyber`:
+/// the one in brackets; a device with one choice lists it bare).
+fn active_scheduler(text: &str) -> Option<String> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let bracketed = words
+        .iter()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'));
+    match (bracketed, words.as_slice()) {
+        (Some(w), _) => Some(w.to_string()),
+        (None, [w]) => Some(w.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::active_scheduler;
+
+    #[test]
+    fn the_scheduler_in_use_is_the_one_in_brackets() {
+        let s = |t: &str| active_scheduler(t);
+        assert_eq!(
+            s("none [mq-deadline] kyber").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(s("[none] mq-deadline").as_deref(), Some("none"));
+        assert_eq!(s("none").as_deref(), Some("none"));
+        assert_eq!(s("none mq-deadline"), None);
+        assert_eq!(s(""), None);
+    }
 }
