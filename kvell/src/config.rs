@@ -143,6 +143,7 @@ impl Config {
         }
     }
 
+    /// The configuration from `kvell.*` options; its values are checked at open.
     pub fn from_options(o: &kvapi::Options) -> Result<Config> {
         let dirs: Vec<PathBuf> = o
             .string("dir", "data/kvell")
@@ -202,12 +203,12 @@ impl Config {
         }
         o.finish()?;
         c.settings = o.resolved();
-        c.validate()?;
+        // the values are checked where every configuration passes, options or not:
+        // at open (`validate`)
         Ok(c)
     }
 
-    /// Checks the settings (`from_options` and every open: a `Config` built by hand
-    /// is checked too).
+    /// Checks the settings, at every open (a `Config` from options or built by hand).
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |m: &str| Err(Error::InvalidArgument(format!("kvell.{m}")));
         if self.dirs.is_empty() {

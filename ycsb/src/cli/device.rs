@@ -157,10 +157,7 @@ pub(super) fn device(a: &DeviceArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     // the disk described: the probe file's, or that of the first file read
     let at = match a.read_files.first() {
-        Some(f) => f
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), PathBuf::from),
+        Some(f) => f.clone(),
         None => {
             std::fs::create_dir_all(&a.data)
                 .map_err(|e| Error::io_at("cannot create", &a.data, e))?;
