@@ -53,7 +53,7 @@ struct WorkerOpened {
     times: Times,
     /// The worker's I/O backend as it was set up (`Backend::name`): an io_uring set up
     /// with less than `kvell.ring` asked for, where the kernel refused a flag, says so.
-    backend: &'static str,
+    backend: String,
 }
 
 /// A worker's open times: (name, microseconds).
@@ -112,7 +112,7 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     let mut recovery_bytes = 0;
     let mut repairs = Repairs::default();
     let mut times: Option<Times> = None;
-    let mut backends: Vec<&'static str> = Vec::new();
+    let mut backends: Vec<String> = Vec::new();
     for (h, ready) in opening {
         match ready.recv() {
             Ok(Ok(o)) => {
@@ -172,7 +172,7 @@ pub(crate) fn open(cfg: Config) -> Result<Opened> {
     if matches!(cfg.io, crate::config::IoMode::Uring)
         && backends
             .iter()
-            .any(|b| ![false, true].map(|f| cfg.ring.backend_name(f)).contains(b))
+            .any(|b| !cfg.ring.backend_names().any(|n| n == *b))
     {
         info.notes.push(format!(
             "kvell.ring={} was asked for, but the kernel refused a flag: the workers run {}",

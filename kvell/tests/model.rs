@@ -105,9 +105,10 @@ fn model_scans_in_rounds_of_reads() {
 /// The model's io_uring runs read and write through buffers registered with each
 /// worker's ring (`READ_FIXED` / `WRITE_FIXED`), and the engine says so; the kernel
 /// may refuse the registration to a user under a small locked-memory limit (then the
-/// workers pin each I/O's pages as before), never to root.
+/// workers pin each I/O's pages as before), never to root. Its files are registered
+/// too (a sparse table, Linux 5.19 and later), whoever runs it.
 #[test]
-fn uring_workers_register_their_io_buffers() {
+fn uring_workers_register_their_io_buffers_and_files() {
     let d = TempDir::new("kvell-registered");
     let e = Kvell::open(small(d.path())).unwrap();
     let info = e.info();
@@ -125,6 +126,17 @@ fn uring_workers_register_their_io_buffers() {
         assert!(backend.contains("registered buffers"), "{backend}");
     } else {
         eprintln!("not root: the workers' backend is {backend}");
+    }
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let version: Vec<u32> = release
+        .split(|c: char| !c.is_ascii_digit())
+        .take(2)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    if version >= vec![5, 19] {
+        assert!(backend.contains("registered files"), "{backend}");
+    } else {
+        eprintln!("Linux {release}: no sparse table of registered files; backend {backend}");
     }
     // through them, a page written, read back from the disk (a cache of 64 pages
     // holds none of the first items by the end), and scanned

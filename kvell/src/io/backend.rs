@@ -75,7 +75,7 @@ pub trait Backend: Send {
     /// (only call it with I/O in flight).
     fn reap(&mut self, wait: bool, out: &mut Vec<IoDone>) -> io::Result<()>;
     /// Short name for notes ("io_uring", "psync", "sim").
-    fn name(&self) -> &'static str;
+    fn name(&self) -> String;
     /// Lets a write to the eventfd `fd` end a `reap` that waits, as a completion
     /// would (`crate::wake`); false if this backend cannot, and then nothing changes.
     fn wake_on(&mut self, fd: std::os::fd::RawFd) -> bool {

@@ -88,7 +88,7 @@ impl Backend for Psync {
         out.append(&mut self.done);
         Ok(())
     }
-    fn name(&self) -> &'static str {
-        "psync"
+    fn name(&self) -> String {
+        "psync".into()
     }
 }

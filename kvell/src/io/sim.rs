@@ -483,8 +483,8 @@ impl Backend for Sim {
         out.append(&mut self.done);
         Ok(())
     }
-    fn name(&self) -> &'static str {
-        "sim"
+    fn name(&self) -> String {
+        "sim".into()
     }
 }
 

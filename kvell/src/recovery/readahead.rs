@@ -257,8 +257,8 @@ mod tests {
             self.in_flight -= out.len() - before;
             Ok(())
         }
-        fn name(&self) -> &'static str {
-            "counting"
+        fn name(&self) -> String {
+            "counting".into()
         }
     }
 
